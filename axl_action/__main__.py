@@ -1,0 +1,3 @@
+from axl_action.cli.main import main
+
+raise SystemExit(main())

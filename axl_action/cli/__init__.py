@@ -1,0 +1,1 @@
+"""The `axl-eval` command line: one module per subcommand, each exposing ``run(argv) -> int``."""

@@ -1,0 +1,67 @@
+"""Dispatch `axl-eval [command] ...` to the module that implements the command.
+
+Each command lives in ``axl_action.cli.<module>`` and exposes ``run(argv) -> int`` and a
+one-line ``SUMMARY``. Modules are imported lazily so ``axl-eval compare`` never pays for the
+runner's imports and vice versa.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+from axl_action.errors import AxlError
+
+# command name -> (module, one-line summary shown by --help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "Run eval files and write results (the default command)"),
+    "compare": ("compare", "Compare a baseline and a candidate result and apply the gates"),
+    "rescore": ("rescore", "Re-run scorers on the saved outputs of a results file"),
+    "merge": ("merge", "Join the results of --shard i/n runs into one result"),
+    "report": ("report", "Render the PR comment, job summary and HTML report for a result"),
+}
+
+USAGE = """\
+Usage: axl-eval <eval paths...> [flags]          run evals (same as `axl-eval run`)
+       axl-eval <command> [args...] [flags]
+
+Commands:
+{commands}
+
+Run `axl-eval <command> --help` for the flags of a command.
+"""
+
+
+def _usage() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = [f"  {name.ljust(width)}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    return USAGE.format(commands="\n".join(lines))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if args else 1
+    if args[0] in ("-V", "--version"):
+        from importlib.metadata import version
+
+        print(version("axl-eval-action"))
+        return 0
+    name = args[0] if args[0] in COMMANDS else "run"
+    rest = args[1:] if args[0] in COMMANDS else args
+    module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
+    try:
+        code: int = module.run(rest)
+    except AxlError as err:
+        print(f"Error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
