@@ -1,0 +1,138 @@
+"""Provider-neutral value types: chat requests/responses, token usage and per-call timing.
+
+These are plain frozen dataclasses (not pydantic models) because they are created on the hot
+path of every provider call and never parsed from untrusted input directly; adapters build them
+from already-validated wire JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of a chat conversation."""
+
+    role: Role
+    """Who speaks: ``system`` (instructions), ``user`` or ``assistant``."""
+    content: str
+    """The message text."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Token counts normalized across providers.
+
+    ``input_tokens`` is the total prompt size *including* ``cached_tokens`` (OpenAI and Gemini
+    report it that way; the Anthropic adapter adds its cache reads and writes in so that every
+    provider means the same thing).
+    """
+
+    input_tokens: float = 0
+    """Prompt tokens, including cached reads and cache writes."""
+    output_tokens: float = 0
+    """Completion tokens, including reasoning tokens."""
+    reasoning_tokens: float = 0
+    """Hidden reasoning/thinking tokens (a subset of ``output_tokens``)."""
+    cached_tokens: float = 0
+    """Prompt tokens served from the provider's prompt cache (a subset of ``input_tokens``)."""
+    cache_write_tokens: float = 0
+    """Prompt tokens written to the provider's prompt cache (a subset of ``input_tokens``)."""
+    audio_seconds: float = 0
+    """Seconds of audio processed (transcription / audio models)."""
+
+    def to_wire(self) -> dict[str, float]:
+        """The camelCase mapping used by result files (``accounting.usage``)."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "reasoningTokens": self.reasoning_tokens,
+            "cachedTokens": self.cached_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "audioSeconds": self.audio_seconds,
+        }
+
+    def total_tokens(self) -> float:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class CallTiming:
+    """Timing of one provider call, in milliseconds (spec §12.3 ``CallTiming``)."""
+
+    queued_ms: float = 0.0
+    """Time spent waiting for a concurrency slot before the first attempt (0 without a limiter)."""
+    attempts: int = 1
+    """HTTP attempts made, including the successful one."""
+    retry_ms: float = 0.0
+    """Sum of backoff / retry-after waits between attempts."""
+    ttfb_ms: float = 0.0
+    """Time to the first response byte (headers) of the final attempt."""
+    first_token_ms: float | None = None
+    """Time to the first streamed token of the final attempt; ``None`` when not streaming."""
+    wire_ms: float = 0.0
+    """Time on the wire: sum of all attempts' request/response durations."""
+    rate_limit_retries: int = 0
+    """How many retries were caused by HTTP 429."""
+
+    def to_wire(self) -> dict[str, float | int]:
+        """The camelCase mapping of spec §12.3 (``firstTokenMs`` omitted when absent)."""
+        out: dict[str, float | int] = {
+            "queuedMs": self.queued_ms,
+            "attempts": self.attempts,
+            "retryMs": self.retry_ms,
+            "ttfbMs": self.ttfb_ms,
+        }
+        if self.first_token_ms is not None:
+            out["firstTokenMs"] = self.first_token_ms
+        out["wireMs"] = self.wire_ms
+        out["rateLimitRetries"] = self.rate_limit_retries
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A provider-neutral chat completion request."""
+
+    model: str
+    """The bare model name (without the ``provider:`` prefix)."""
+    messages: tuple[ChatMessage, ...]
+    """The conversation, oldest first."""
+    temperature: float | None = None
+    """Sampling temperature; provider default when ``None``."""
+    max_tokens: int | None = None
+    """Cap on completion tokens; provider default when ``None`` (Anthropic requires one: 4096)."""
+    stop: tuple[str, ...] | None = None
+    """Stop sequences."""
+    response_format: Mapping[str, Any] | None = None
+    """E.g. ``{"type": "json_object"}`` to ask for a JSON reply."""
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
+    """Raw fields merged last into the provider's request body (escape hatch)."""
+    timeout: float | None = None
+    """Per-attempt timeout in seconds; the adapter default when ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """A provider-neutral chat completion response."""
+
+    text: str
+    """The completion text (text parts concatenated)."""
+    usage: TokenUsage | None
+    """Normalized token usage; ``None`` when the provider reported none."""
+    provider_cost: float | None
+    """A cost in USD the provider reported itself (e.g. OpenRouter ``usage.cost``), if any."""
+    request_id: str | None
+    """The provider's request id, from the response headers or body."""
+    model: str
+    """The model that answered (as the provider names it)."""
+    finish_reason: str | None
+    """Why generation stopped (``stop``, ``length``, ``end_turn``, ``STOP``...)."""
+    timing: CallTiming
+    """How long the call took."""
