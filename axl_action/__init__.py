@@ -1,0 +1,40 @@
+"""axl-eval-action: run, compare and gate LLM evaluations (axl-eval 0.24 compatible).
+
+The eval-file API lives here: ``dataset``, ``scorer``, ``llm_scorer``, ``define_eval`` and
+``run_eval``. Names are resolved lazily so that ``import axl_action`` stays cheap for the
+commands that never run an eval.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from axl_action.evals.dataset import Dataset, dataset
+    from axl_action.evals.definition import EvalDefinition, define_eval
+    from axl_action.evals.llm_scorer import llm_scorer
+    from axl_action.evals.runner import run_eval
+    from axl_action.evals.scorer import Scorer, scorer
+    from axl_action.runtime.runtime import Runtime
+
+_EXPORTS: dict[str, str] = {
+    "Dataset": "axl_action.evals.dataset",
+    "dataset": "axl_action.evals.dataset",
+    "Scorer": "axl_action.evals.scorer",
+    "scorer": "axl_action.evals.scorer",
+    "llm_scorer": "axl_action.evals.llm_scorer",
+    "EvalDefinition": "axl_action.evals.definition",
+    "define_eval": "axl_action.evals.definition",
+    "run_eval": "axl_action.evals.runner",
+    "Runtime": "axl_action.runtime.runtime",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'axl_action' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

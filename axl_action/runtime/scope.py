@@ -1,0 +1,493 @@
+"""Accounting scopes: measure the spend, usage and timing of everything a piece of code does.
+
+A *scope* wraps one call (``track(fn, ...)``). Provider adapters open an :class:`Operation`
+for every paid call; the operation is recorded exactly once in **every** scope that encloses
+the place it was opened (the item, the run...), siblings running concurrently on other threads
+are isolated from each other (the current scope lives in a ``contextvars.ContextVar``), and the
+innermost scope's *purpose* decides whether its cost is ``generation`` or ``judging``
+(spec §5.1, §7.1).
+
+Life cycle of an operation: opened -> settled (usable cost) | unknown (reason) | denied.
+``before_dispatch`` is the admission check that transports run before every HTTP attempt.
+Operations still open when their innermost scope ends settle unknown ``abandoned``.
+
+Threads: code that starts its own threads must run them under ``contextvars.copy_context()``
+for their operations to be attributed; an operation opened outside any scope is detached and
+recorded nowhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import math
+import threading
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+
+from axl_action.errors import AxlError
+from axl_action.runtime.admission import AdmissionController
+
+if TYPE_CHECKING:
+    from axl_action.providers.types import CallTiming
+
+T = TypeVar("T")
+Purpose = Literal["generation", "judging"]
+OperationKind = Literal["chat", "stream", "embedding", "transcription", "tool", "external"]
+KINDS: tuple[str, ...] = ("chat", "stream", "embedding", "transcription", "tool", "external")
+USAGE_KEYS: tuple[str, ...] = (
+    "inputTokens",
+    "outputTokens",
+    "reasoningTokens",
+    "cachedTokens",
+    "cacheWriteTokens",
+    "audioSeconds",
+)
+_SNAKE_TO_CAMEL = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "reasoning_tokens": "reasoningTokens",
+    "cached_tokens": "cachedTokens",
+    "cache_write_tokens": "cacheWriteTokens",
+    "audio_seconds": "audioSeconds",
+}
+_MODEL_KINDS = frozenset({"chat", "stream"})
+
+# One lock for every ledger: settlements are tiny, and a single lock makes the order in which
+# costs are summed (and so the exact doubles) identical in every enclosing scope.
+_LOCK = threading.RLock()
+_ids = itertools.count(1)
+
+
+class AdmissionDeniedError(AxlError):
+    """A paid operation was refused because a run budget in its scope chain is closed."""
+
+    code = "ADMISSION_DENIED"
+
+
+class AbortError(Exception):
+    """Raised by cooperative code that noticed the run was cancelled (spec §19)."""
+
+    code = "ABORTED"
+
+
+class CaptureSink(Protocol):
+    """Where captured request records go (the providers' capture channel implements it)."""
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Store one record; must never raise into the caller's request path."""
+
+
+def is_admission_denial(error: object) -> bool:
+    """An admission denial is our class, or anything named and coded like one (spec §8.4)."""
+    if isinstance(error, AdmissionDeniedError):
+        return True
+    if not isinstance(error, BaseException):
+        return False
+    name = getattr(error, "name", type(error).__name__)
+    return getattr(error, "code", None) == "ADMISSION_DENIED" and name == "AdmissionDeniedError"
+
+
+def is_abort(error: object) -> bool:
+    """Only errors named ``AbortError`` count as cancellation (spec §19)."""
+    if not isinstance(error, BaseException):
+        return False
+    return type(error).__name__ == "AbortError" or getattr(error, "name", None) == "AbortError"
+
+
+def _usable(cost: float | None) -> bool:
+    return (
+        cost is not None
+        and not isinstance(cost, bool)
+        and isinstance(cost, int | float)
+        and math.isfinite(cost)
+        and cost >= 0
+    )
+
+
+class _Ledger:
+    """The counters of one scope (all access under ``_LOCK``)."""
+
+    __slots__ = (
+        "breakdown",
+        "by_kind",
+        "denied",
+        "known_cost",
+        "model_calls",
+        "provenance",
+        "reasons",
+        "samples",
+        "settled",
+        "timing",
+        "tokens",
+        "total",
+        "unknown",
+        "usage",
+    )
+
+    def __init__(self, keep_samples: bool) -> None:
+        self.known_cost = 0.0
+        self.reasons: dict[str, int] = {}
+        self.usage: dict[str, float] = dict.fromkeys(USAGE_KEYS, 0)
+        self.total = 0
+        self.settled = 0
+        self.unknown = 0
+        self.denied = 0
+        self.by_kind: dict[str, int] = {}
+        self.breakdown: dict[str, float] = {"generation": 0, "judging": 0, "external": 0}
+        self.provenance: dict[str, float] = {}
+        self.model_calls: dict[str, int] = {}
+        self.tokens: dict[str, float] = {"input": 0, "output": 0, "reasoning": 0}
+        self.timing: dict[str, dict[str, float]] = {}
+        self.samples: dict[str, list[CallTiming]] | None = {} if keep_samples else None
+
+    def record(self) -> dict[str, Any]:
+        """The core ``Accounting`` record in wire form and key order (spec §7.1)."""
+        return {
+            "version": 1,
+            "currency": "USD",
+            "knownCost": self.known_cost,
+            "completeness": "incomplete" if self.unknown > 0 else "complete",
+            "reasons": dict(self.reasons),
+            "usage": dict(self.usage),
+            "operations": {
+                "total": self.total,
+                "settled": self.settled,
+                "unknown": self.unknown,
+                "denied": self.denied,
+                "byKind": dict(self.by_kind),
+            },
+            "breakdown": dict(self.breakdown),
+            "provenance": dict(self.provenance),
+        }
+
+    def metadata(self) -> dict[str, Any] | None:
+        if not self.model_calls:
+            return None
+        return {
+            "models": list(self.model_calls),
+            "modelCallCounts": dict(self.model_calls),
+            "tokens": dict(self.tokens),
+            "agentCalls": sum(self.model_calls.values()),
+        }
+
+    def add_usage(self, usage: Mapping[str, float] | None) -> None:
+        if not usage:
+            return
+        for key, value in usage.items():
+            wire = _SNAKE_TO_CAMEL.get(key, key)
+            if wire in self.usage and _usable(value):
+                self.usage[wire] += value
+        self.tokens["input"] += _get(usage, "inputTokens", "input_tokens")
+        self.tokens["output"] += _get(usage, "outputTokens", "output_tokens")
+        self.tokens["reasoning"] += _get(usage, "reasoningTokens", "reasoning_tokens")
+
+    def add_timing(self, model: str, timing: CallTiming) -> None:
+        entry = self.timing.get(model)
+        if entry is None:
+            entry = self.timing[model] = {"calls": 0, "queuedMs": 0, "retryMs": 0, "wireMs": 0}
+        entry["calls"] += 1
+        entry["queuedMs"] += timing.queued_ms
+        entry["retryMs"] += timing.retry_ms
+        entry["wireMs"] += timing.wire_ms
+        if timing.first_token_ms is not None:
+            entry["firstTokenMs"] = entry.get("firstTokenMs", 0) + timing.first_token_ms
+            entry["firstTokenCalls"] = entry.get("firstTokenCalls", 0) + 1
+        if self.samples is not None:
+            self.samples.setdefault(model, []).append(timing)
+
+
+def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
+    value = usage.get(camel, usage.get(snake, 0))
+    return value if _usable(value) else 0
+
+
+class Scope:
+    """One accounting scope (created by :func:`track`)."""
+
+    __slots__ = (
+        "admission",
+        "capture",
+        "correlation",
+        "ledger",
+        "open_ops",
+        "parent",
+        "purpose",
+    )
+
+    def __init__(
+        self,
+        parent: Scope | None,
+        purpose: Purpose,
+        admission: AdmissionController | None,
+        capture: CaptureSink | None,
+        correlation: Mapping[str, Any],
+        keep_samples: bool,
+    ) -> None:
+        self.parent = parent
+        self.purpose: Purpose = purpose
+        self.admission = admission
+        self.capture = capture
+        self.correlation = dict(correlation)
+        self.ledger = _Ledger(keep_samples)
+        self.open_ops: set[Operation] = set()
+
+    def chain(self) -> tuple[Scope, ...]:
+        out: list[Scope] = []
+        node: Scope | None = self
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return tuple(out)
+
+
+_current: ContextVar[Scope | None] = ContextVar("axl_accounting_scope", default=None)
+
+
+def current_scope() -> Scope | None:
+    """The innermost scope of the calling context, if any."""
+    return _current.get()
+
+
+def _controllers(chain: tuple[Scope, ...]) -> tuple[AdmissionController, ...]:
+    seen: dict[int, AdmissionController] = {}
+    for scope in chain:
+        if scope.admission is not None:
+            seen.setdefault(id(scope.admission), scope.admission)
+    return tuple(seen.values())
+
+
+class Operation:
+    """One measured operation (a provider call, a tool call, a declared external operation)."""
+
+    __slots__ = ("_chain", "_controllers", "_dispatched", "_home", "_state", "id", "kind", "model", "purpose")
+
+    def __init__(self, kind: str, model: str | None, home: Scope | None) -> None:
+        self.id = f"op_{next(_ids)}"
+        self.kind = kind
+        self.model = model
+        self._home = home
+        self._chain: tuple[Scope, ...] = home.chain() if home is not None else ()
+        self._controllers = _controllers(self._chain)
+        self.purpose: Purpose = home.purpose if home is not None else "generation"
+        self._state = "open"
+        self._dispatched = False
+
+    @property
+    def state(self) -> str:
+        """``open``, ``settled``, ``unknown`` or ``retracted``."""
+        return self._state
+
+    def _bucket(self) -> str:
+        return "external" if self.kind == "external" else self.purpose
+
+    def _close(self, state: str) -> None:
+        self._state = state
+        if self._home is not None:
+            self._home.open_ops.discard(self)
+        if self.model is not None and self.kind in _MODEL_KINDS:
+            for scope in self._chain:
+                calls = scope.ledger.model_calls
+                calls[self.model] = calls.get(self.model, 0) + 1
+
+    def before_dispatch(self) -> None:
+        """Admission check before every HTTP attempt (spec §7.1, §8.2).
+
+        Refused before any attempt left the process -> the operation is retracted (``total``
+        -1, ``denied`` +1). Refused on a retry -> it settles unknown ``usage_missing``. Either
+        way :class:`AdmissionDeniedError` is raised.
+        """
+        with _LOCK:
+            if self._state != "open":
+                return
+            if not any(c.closed for c in self._controllers):
+                self._dispatched = True
+                return
+            if self._dispatched:
+                self._unknown_locked("usage_missing", None)
+            else:
+                for scope in self._chain:
+                    ledger = scope.ledger
+                    ledger.total -= 1
+                    ledger.denied += 1
+                    left = ledger.by_kind.get(self.kind, 0) - 1
+                    if left > 0:
+                        ledger.by_kind[self.kind] = left
+                    else:
+                        ledger.by_kind.pop(self.kind, None)
+                self._state = "retracted"
+                if self._home is not None:
+                    self._home.open_ops.discard(self)
+        raise AdmissionDeniedError(
+            f"{self.kind} operation refused: the run budget is closed",
+            hint="raise --budget or the eval's budget to admit more spend",
+        )
+
+    def settle(self, cost: float | None, usage: Mapping[str, float] | None, provenance: str) -> None:
+        """Record the final cost (USD) and usage; an unusable cost settles unknown instead.
+
+        A usable cost is finite and >= 0 (an explicit 0 is known free). Without a usable cost
+        the reason is ``unpriced_model`` when usage was reported, else ``usage_missing``.
+        """
+        with _LOCK:
+            if self._state != "open":
+                return
+            if cost is None or not _usable(cost):
+                reported = bool(usage) and any(_usable(v) and v > 0 for v in (usage or {}).values())
+                self._unknown_locked("unpriced_model" if reported else "usage_missing", usage)
+                return
+            bucket = self._bucket()
+            for scope in self._chain:
+                ledger = scope.ledger
+                ledger.add_usage(usage)
+                ledger.settled += 1
+                ledger.known_cost += cost
+                ledger.breakdown[bucket] += cost
+                ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
+            for controller in self._controllers:
+                controller.charge(cost)
+            self._close("settled")
+
+    def unknown(self, reason: str, usage: Mapping[str, float] | None = None) -> None:
+        """Settle without a usable cost (``usage_missing``, ``unpriced_model``, ...)."""
+        with _LOCK:
+            if self._state == "open":
+                self._unknown_locked(reason, usage)
+
+    def _unknown_locked(self, reason: str, usage: Mapping[str, float] | None) -> None:
+        for scope in self._chain:
+            ledger = scope.ledger
+            ledger.add_usage(usage)
+            ledger.unknown += 1
+            ledger.reasons[reason] = ledger.reasons.get(reason, 0) + 1
+        self._close("unknown")
+
+    def record_timing(self, model_uri: str, timing: CallTiming) -> None:
+        """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
+        with _LOCK:
+            for scope in self._chain:
+                scope.ledger.add_timing(model_uri, timing)
+
+    def capture(self, record: Mapping[str, Any]) -> None:
+        """Send a request record to the run's capture sink, stamped with correlation ids."""
+        home = self._home
+        if home is None:
+            return
+        sink = home.capture
+        if sink is None:
+            return
+        stamped: dict[str, Any] = {"operationId": self.id, "kind": self.kind}
+        stamped.update(home.correlation)
+        stamped.update(record)
+        try:
+            sink.write(stamped)
+        except Exception:  # capture must never change results (spec §16)
+            return
+
+
+def open_operation(kind: str, *, model: str | None = None) -> Operation:
+    """Open an operation in the current scope chain; refused while any budget there is closed."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown operation kind {kind!r}; expected one of {', '.join(KINDS)}")
+    home = _current.get()
+    op = Operation(kind, model, home)
+    with _LOCK:
+        if any(c.closed for c in op._controllers):
+            for scope in op._chain:
+                scope.ledger.denied += 1
+            op._state = "retracted"
+            raise AdmissionDeniedError(
+                f"{kind} operation refused: the run budget is closed",
+                hint="raise --budget or the eval's budget to admit more spend",
+            )
+        for scope in op._chain:
+            ledger = scope.ledger
+            ledger.total += 1
+            ledger.by_kind[kind] = ledger.by_kind.get(kind, 0) + 1
+        if home is not None:
+            home.open_ops.add(op)
+    return op
+
+
+@dataclass(slots=True)
+class TrackResult(Generic[T]):
+    """What :func:`track` reports: the outcome of ``fn`` plus what its scope measured."""
+
+    status: Literal["fulfilled", "rejected"]
+    """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
+    value: T | None
+    """The return value (``None`` when rejected)."""
+    error: BaseException | None
+    """The exception ``fn`` raised (``None`` when fulfilled)."""
+    accounting: dict[str, Any]
+    """The scope's core ``Accounting`` record (wire form, spec §7.1)."""
+    timing: dict[str, dict[str, float]] | None
+    """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
+    samples: dict[str, list[CallTiming]] | None
+    """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
+    metadata: dict[str, Any] | None
+    """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
+    measured: bool
+    """True when the scope saw at least one operation or one denied operation."""
+
+
+def _run(fn: Callable[[], Any]) -> Any:
+    value = fn()
+    if inspect.isawaitable(value):
+        awaitable = value
+
+        async def wait() -> Any:
+            return await awaitable
+
+        value = asyncio.run(wait())
+    return value
+
+
+def track(
+    fn: Callable[[], T],
+    *,
+    purpose: Purpose | None = None,
+    admission: AdmissionController | None = None,
+    capture: CaptureSink | None = None,
+    capture_correlation: Mapping[str, Any] | None = None,
+    capture_timing_samples: bool = False,
+) -> TrackResult[T]:
+    """Run ``fn`` inside a new scope nested in the current one; never raises ``Exception``.
+
+    ``purpose`` defaults to the parent's (root: generation). ``capture`` declares the capture
+    sink (inherited downwards); ``capture_correlation`` is merged over the parent's. A ``fn``
+    returning an awaitable is driven to completion on a private event loop.
+    """
+    parent = _current.get()
+    scope = Scope(
+        parent,
+        purpose or (parent.purpose if parent is not None else "generation"),
+        admission,
+        capture if capture is not None else (parent.capture if parent is not None else None),
+        {**(parent.correlation if parent is not None else {}), **(capture_correlation or {})},
+        capture_timing_samples,
+    )
+    token = _current.set(scope)
+    status: Literal["fulfilled", "rejected"] = "fulfilled"
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        value = _run(fn)
+    except Exception as exc:
+        status, error = "rejected", exc
+    finally:
+        _current.reset(token)
+        with _LOCK:
+            for op in list(scope.open_ops):
+                op._unknown_locked("abandoned", None)
+    with _LOCK:
+        ledger = scope.ledger
+        record = ledger.record()
+        timing = {m: dict(v) for m, v in ledger.timing.items()} or None
+        samples = {m: list(v) for m, v in ledger.samples.items()} if ledger.samples else None
+        metadata = ledger.metadata()
+        measured = ledger.total > 0 or ledger.denied > 0 or ledger.settled > 0 or ledger.unknown > 0
+    return TrackResult(status, value, error, record, timing, samples, metadata, measured)
