@@ -136,3 +136,33 @@ class ChatResponse:
     """Why generation stopped (``stop``, ``length``, ``end_turn``, ``STOP``...)."""
     timing: CallTiming
     """How long the call took."""
+    cost_provenance: str = "provider_reported"
+    """Basis of ``provider_cost``: ``provider_reported`` or ``adapter_reported`` (spec §7.1)."""
+    exchange: WireExchange | None = field(default=None, repr=False, compare=False)
+    """The final HTTP exchange (secret headers already redacted), for request capture."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireExchange:
+    """What went over the wire for the final attempt of a call, safe to capture.
+
+    Request headers are stored already redacted (the transport never keeps a secret header
+    value here), so logging or capturing an exchange cannot leak an API key through headers.
+    """
+
+    method: str
+    """HTTP method."""
+    url: str
+    """Request URL (never carries a key: adapters send keys in headers only)."""
+    request_headers: Mapping[str, str]
+    """Request headers with secret values replaced by ``[REDACTED]``."""
+    request_body: Any
+    """The JSON request body as sent."""
+    status: int | None = None
+    """HTTP status of the final attempt; ``None`` when no response arrived."""
+    response_headers: Mapping[str, str] = field(default_factory=dict)
+    """Response headers of the final attempt."""
+    response_body: Any = None
+    """Parsed JSON response body, or the raw text when it was not JSON."""
+    attempts: int = 0
+    """HTTP attempts dispatched."""

@@ -1,0 +1,94 @@
+"""Anthropic Messages API adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from axl_action.providers.base import (
+    HttpProvider,
+    MalformedResponseError,
+    ParsedReply,
+    base_url_from,
+    dig,
+    number,
+    require_env,
+    with_options,
+)
+from axl_action.providers.transport import HttpTransport
+from axl_action.providers.types import ChatRequest, TokenUsage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+"""The Messages API requires ``max_tokens``; used when the request sets none."""
+
+
+class AnthropicProvider(HttpProvider):
+    """``POST {base}/v1/messages`` with ``x-api-key`` and ``anthropic-version``."""
+
+    name = "anthropic"
+
+    def endpoint(self, request: ChatRequest) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
+
+    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": [
+                {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
+            ],
+        }
+        if system:
+            body["system"] = system
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stop:
+            body["stop_sequences"] = list(request.stop)
+        # The Messages API has no JSON mode: a json_object response_format is satisfied by the
+        # prompt itself, so it is deliberately not sent.
+        return with_options(body, request)
+
+    def parse(self, body: Any) -> ParsedReply:
+        blocks = dig(body, "content")
+        if not isinstance(blocks, list):
+            raise MalformedResponseError("content is not a list of blocks")
+        text = "".join(
+            str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+        stop = body.get("stop_reason")
+        return ParsedReply(
+            text=text,
+            usage=parse_usage(body.get("usage")),
+            model=str(body.get("model") or ""),
+            finish_reason=stop if isinstance(stop, str) else None,
+            request_id=body.get("id") if isinstance(body.get("id"), str) else None,
+        )
+
+
+def parse_usage(raw: Any) -> TokenUsage | None:
+    """Anthropic reports cache reads/writes *beside* ``input_tokens``; they are added in so
+    ``input_tokens`` means the whole prompt, as for the other providers."""
+    if not isinstance(raw, Mapping) or not any(k in raw for k in ("input_tokens", "output_tokens")):
+        return None
+    cache_read = number(raw.get("cache_read_input_tokens"))
+    cache_write = number(raw.get("cache_creation_input_tokens"))
+    return TokenUsage(
+        input_tokens=number(raw.get("input_tokens")) + cache_read + cache_write,
+        output_tokens=number(raw.get("output_tokens")),
+        cached_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> AnthropicProvider:
+    """Build from ``ANTHROPIC_API_KEY`` and optional ``ANTHROPIC_BASE_URL``."""
+    key = require_env(env, "ANTHROPIC_API_KEY", provider="anthropic")
+    return AnthropicProvider(
+        api_key=key, base_url=base_url_from(env, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL), transport=transport
+    )

@@ -1,0 +1,185 @@
+"""The provider interface and the shared skeleton of HTTP adapters.
+
+An adapter is split into pure halves (``build_body`` turns a ``ChatRequest`` into the wire
+JSON, ``parse`` turns the wire JSON into a ``ParsedReply``) around one shared transport call,
+so each wire format is unit-testable without a socket.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from axl_action.providers.errors import ProviderConfigError, ProviderError
+from axl_action.providers.redact import register_secret
+from axl_action.providers.transport import HttpTransport
+from axl_action.providers.types import ChatRequest, ChatResponse, TokenUsage
+
+DEFAULT_TIMEOUT = 120.0
+"""Seconds allowed per HTTP attempt when a request sets no timeout."""
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that can answer a chat request (built-in adapters, mocks, custom providers)."""
+
+    name: str
+
+    def chat(
+        self, request: ChatRequest, *, before_dispatch: Callable[[], None] | None = None
+    ) -> ChatResponse:
+        """Answer ``request``. Call ``before_dispatch`` immediately before every attempt that
+        could cost money; let whatever it raises propagate."""
+        ...
+
+
+class MalformedResponseError(ValueError):
+    """A 2xx response whose JSON lacks a field the adapter needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedReply:
+    """The provider-specific parts of a successful response."""
+
+    text: str
+    usage: TokenUsage | None
+    model: str
+    finish_reason: str | None
+    provider_cost: float | None = None
+    request_id: str | None = None
+
+
+def require_env(env: Mapping[str, str], *names: str, provider: str) -> str:
+    """The first non-empty variable among ``names``; a clear error naming them otherwise."""
+    for name in names:
+        value = env.get(name, "").strip()
+        if value:
+            register_secret(value)
+            return value
+    wanted = " or ".join(names)
+    raise ProviderConfigError(
+        f"The {provider} provider needs an API key but {wanted} is not set",
+        hint=f"export {names[0]}=... (or pass it as a secret to the action)",
+    )
+
+
+def base_url_from(env: Mapping[str, str], name: str, default: str) -> str:
+    """A base URL from ``env[name]`` or ``default``, without a trailing slash."""
+    value = env.get(name, "").strip() or default
+    return value.rstrip("/")
+
+
+def number(value: Any) -> float:
+    """A usage count: numbers pass, anything else (absent, null, text) counts 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return value
+
+
+def dig(body: Any, *path: str | int) -> Any:
+    """``body[path[0]][path[1]]...``; raises ``MalformedResponseError`` naming the path."""
+    current = body
+    walked = ""
+    for key in path:
+        walked += f"[{key}]" if isinstance(key, int) else (f".{key}" if walked else key)
+        try:
+            current = current[key]
+        except (KeyError, IndexError, TypeError):
+            raise MalformedResponseError(f"the response has no {walked}") from None
+    return current
+
+
+class HttpProvider(ABC):
+    """Common ``chat`` for JSON-over-HTTP providers."""
+
+    name: str
+
+    def __init__(self, *, api_key: str, base_url: str, transport: HttpTransport | None = None) -> None:
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.transport = transport or HttpTransport(self.name, secrets=(api_key,))
+
+    @abstractmethod
+    def endpoint(self, request: ChatRequest) -> str:
+        """The URL to POST to."""
+
+    @abstractmethod
+    def headers(self) -> dict[str, str]:
+        """Request headers, including the credential header."""
+
+    @abstractmethod
+    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body for ``request``."""
+
+    @abstractmethod
+    def parse(self, body: Any) -> ParsedReply:
+        """Read a 2xx body; raise ``MalformedResponseError`` when a needed field is missing."""
+
+    def chat(
+        self, request: ChatRequest, *, before_dispatch: Callable[[], None] | None = None
+    ) -> ChatResponse:
+        body = self.build_body(request)
+        result = self.transport.post_json(
+            self.endpoint(request),
+            headers=self.headers(),
+            body=body,
+            timeout=request.timeout or DEFAULT_TIMEOUT,
+            before_dispatch=before_dispatch,
+        )
+        try:
+            reply = self.parse(result.body)
+        except MalformedResponseError as exc:
+            raise ProviderError(
+                f"{self.name} returned an unexpected response for model {request.model}: {exc}",
+                provider=self.name,
+                status=result.status,
+                retryable=False,
+                request_id=result.request_id,
+                attempts=result.timing.attempts,
+                hint="check the base URL points at a compatible API",
+                secrets=(self.api_key,),
+                exchange=result.exchange,
+            ) from None
+        return ChatResponse(
+            text=reply.text,
+            usage=reply.usage,
+            provider_cost=reply.provider_cost,
+            request_id=result.request_id or reply.request_id,
+            model=reply.model or request.model,
+            finish_reason=reply.finish_reason,
+            timing=result.timing,
+            exchange=result.exchange,
+        )
+
+
+def with_options(body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
+    """Merge ``provider_options`` last (the documented escape hatch)."""
+    if request.provider_options:
+        body.update(dict(request.provider_options))
+    return body
+
+
+def usable_cost(value: Any) -> float | None:
+    """A provider-reported cost if it is a finite number ≥ 0, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or value < 0 or value == float("inf"):
+        return None
+    return float(value)
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HttpProvider",
+    "MalformedResponseError",
+    "ParsedReply",
+    "Provider",
+    "base_url_from",
+    "dig",
+    "number",
+    "require_env",
+    "usable_cost",
+    "with_options",
+]

@@ -1,0 +1,101 @@
+"""OpenAI Chat Completions adapter (also vLLM, Ollama, LiteLLM, OpenRouter via ``OPENAI_BASE_URL``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from axl_action.providers.base import (
+    HttpProvider,
+    MalformedResponseError,
+    ParsedReply,
+    base_url_from,
+    dig,
+    number,
+    require_env,
+    usable_cost,
+    with_options,
+)
+from axl_action.providers.transport import HttpTransport
+from axl_action.providers.types import ChatRequest, TokenUsage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIProvider(HttpProvider):
+    """``POST {base}/chat/completions`` with ``Authorization: Bearer``."""
+
+    name = "openai"
+
+    def endpoint(self, request: ChatRequest) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.api_key}"}
+
+    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            # api.openai.com rejects max_tokens for reasoning models; compatible servers
+            # (vLLM, Ollama) only know max_tokens.
+            key = "max_completion_tokens" if self.base_url == DEFAULT_BASE_URL else "max_tokens"
+            body[key] = request.max_tokens
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.response_format is not None:
+            body["response_format"] = dict(request.response_format)
+        return with_options(body, request)
+
+    def parse(self, body: Any) -> ParsedReply:
+        message = dig(body, "choices", 0, "message")
+        if not isinstance(message, Mapping):
+            raise MalformedResponseError("choices[0].message is not an object")
+        content = message.get("content")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise MalformedResponseError("choices[0].message.content is not a string")
+        usage_raw = body.get("usage") if isinstance(body, Mapping) else None
+        return ParsedReply(
+            text=content,
+            usage=parse_usage(usage_raw),
+            model=str(body.get("model") or ""),
+            finish_reason=_str_or_none(dig(body, "choices", 0).get("finish_reason")),
+            provider_cost=usable_cost(usage_raw.get("cost")) if isinstance(usage_raw, Mapping) else None,
+        )
+
+
+def parse_usage(raw: Any) -> TokenUsage | None:
+    """OpenAI ``usage``: prompt_tokens already include cached tokens and completion_tokens
+    already include reasoning tokens."""
+    if not isinstance(raw, Mapping) or not any(k in raw for k in ("prompt_tokens", "completion_tokens")):
+        return None
+    prompt_details = raw.get("prompt_tokens_details")
+    completion_details = raw.get("completion_tokens_details")
+    cached = number(prompt_details.get("cached_tokens")) if isinstance(prompt_details, Mapping) else 0
+    reasoning = (
+        number(completion_details.get("reasoning_tokens")) if isinstance(completion_details, Mapping) else 0
+    )
+    return TokenUsage(
+        input_tokens=number(raw.get("prompt_tokens")),
+        output_tokens=number(raw.get("completion_tokens")),
+        reasoning_tokens=reasoning,
+        cached_tokens=cached,
+    )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> OpenAIProvider:
+    """Build from ``OPENAI_API_KEY`` and optional ``OPENAI_BASE_URL``."""
+    key = require_env(env, "OPENAI_API_KEY", provider="openai")
+    return OpenAIProvider(
+        api_key=key, base_url=base_url_from(env, "OPENAI_BASE_URL", DEFAULT_BASE_URL), transport=transport
+    )

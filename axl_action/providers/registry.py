@@ -1,0 +1,102 @@
+"""Model URIs (``provider:model``) and the registry of provider factories."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+
+from axl_action.providers import anthropic, google, mock, openai
+from axl_action.providers.base import Provider
+from axl_action.providers.errors import ProviderConfigError
+
+ProviderFactory = Callable[[Mapping[str, str]], Provider]
+"""Builds a provider from environment variables (called once, on first use)."""
+
+
+def parse_model_uri(uri: str) -> tuple[str, str]:
+    """Split ``provider:model`` at the first colon (model names may contain colons, e.g.
+    Ollama's ``openai:llama3:8b``)."""
+    provider, sep, model = uri.partition(":")
+    if not sep or not provider.strip() or not model.strip():
+        raise ProviderConfigError(
+            f'Model "{uri}" is not a model URI',
+            hint="write it as provider:model, e.g. openai:gpt-4o-mini or anthropic:claude-sonnet-4-5",
+        )
+    return provider.strip(), model.strip()
+
+
+class ProviderRegistry:
+    """Factories by provider name, and the instances built from them (one per name, reused
+    so connection pools are shared across calls and threads)."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, *, builtins: bool = True) -> None:
+        """``env`` defaults to the live ``os.environ`` (read when a provider is first used)."""
+        self._env = env
+        self._factories: dict[str, ProviderFactory] = {}
+        self._instances: dict[str, Provider] = {}
+        self._lock = threading.Lock()
+        if builtins:
+            self._factories.update(
+                {
+                    "openai": openai.from_env,
+                    "anthropic": anthropic.from_env,
+                    "google": google.from_env,
+                    "mock": mock.from_env,
+                }
+            )
+
+    def register(self, name: str, factory: ProviderFactory | Provider) -> None:
+        """Add or replace a provider; accepts a factory or a ready provider instance."""
+        if not name or ":" in name:
+            raise ProviderConfigError(f'Provider name "{name}" is invalid', hint="use a name without ':'")
+        with self._lock:
+            self._instances.pop(name, None)
+            if isinstance(factory, Provider):
+                self._instances[name] = factory
+                self._factories[name] = _constant(factory)
+            else:
+                self._factories[name] = factory
+
+    def names(self) -> list[str]:
+        """Registered provider names, sorted."""
+        with self._lock:
+            return sorted(self._factories)
+
+    def get(self, name: str) -> Provider:
+        """The provider called ``name``, built on first use."""
+        with self._lock:
+            instance = self._instances.get(name)
+            if instance is not None:
+                return instance
+            factory = self._factories.get(name)
+            if factory is None:
+                known = ", ".join(sorted(self._factories))
+                raise ProviderConfigError(
+                    f'Unknown provider "{name}"',
+                    hint=f"use one of: {known}, or register_provider() a custom one",
+                )
+            instance = factory(self._env if self._env is not None else os.environ)
+            self._instances[name] = instance
+            return instance
+
+    def resolve(self, uri: str) -> tuple[Provider, str]:
+        """The provider and bare model name for ``provider:model``."""
+        provider_name, model = parse_model_uri(uri)
+        return self.get(provider_name), model
+
+
+def _constant(provider: Provider) -> ProviderFactory:
+    def factory(env: Mapping[str, str]) -> Provider:
+        return provider
+
+    return factory
+
+
+default_registry = ProviderRegistry()
+"""The process-wide registry the gateway uses unless given another."""
+
+
+def register_provider(name: str, factory: ProviderFactory | Provider) -> None:
+    """Register a custom provider (or replace a built-in) in the default registry."""
+    default_registry.register(name, factory)

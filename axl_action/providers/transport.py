@@ -1,0 +1,360 @@
+"""JSON-over-HTTP transport with retries, admission hook and per-attempt timing.
+
+Why an explicit loop instead of ``urllib3.Retry``: the budget rules (spec §8.2) require an
+admission check immediately before *every* dispatch attempt, after any backoff wait, and the
+timing contract (spec §12.3) needs per-attempt wire time, the sum of backoff waits and the
+number of rate-limit retries. ``urllib3.Retry`` can do neither (no pre-attempt hook, no
+per-attempt observations), so the loop below owns retries and urllib3 is configured with none.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from axl_action.providers.errors import ProviderError
+from axl_action.providers.redact import redact_headers, redact_secrets
+from axl_action.providers.types import CallTiming, WireExchange
+
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid")
+"""Response headers that carry a provider request id, in lookup order."""
+
+_MAX_ERROR_TEXT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently to retry a failed attempt."""
+
+    max_attempts: int = 4
+    """Total attempts including the first (1 = no retries)."""
+    base_delay: float = 0.5
+    """Backoff before the first retry, in seconds; doubles per retry."""
+    max_delay: float = 20.0
+    """Upper bound of one computed backoff wait, in seconds."""
+    max_retry_after: float = 60.0
+    """Upper bound on a server-requested ``retry-after`` wait, in seconds."""
+    retry_statuses: frozenset[int] = field(
+        default_factory=lambda: frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+    )
+    """HTTP statuses worth another attempt (everything else fails immediately)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResult:
+    """A successful (2xx) JSON response and how long it took."""
+
+    status: int
+    """HTTP status."""
+    headers: Mapping[str, str]
+    """Response headers (case-insensitive mapping)."""
+    body: Any
+    """Parsed JSON body."""
+    request_id: str | None
+    """Provider request id from the response headers, if any."""
+    timing: CallTiming
+    """Timing of the whole call across attempts."""
+    exchange: WireExchange
+    """The final exchange, redacted, for request capture."""
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, or ``retry-after`` as seconds
+    or an HTTP-date), or ``None`` when absent/unparseable. Never negative."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def find_request_id(headers: Mapping[str, str], body: Any = None) -> str | None:
+    """The provider request id from response headers, else from an error body."""
+    for name in REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value:
+            return str(value)
+    if isinstance(body, Mapping):
+        rid = body.get("request_id")
+        if isinstance(rid, str) and rid:
+            return rid
+    return None
+
+
+def describe_error_body(body: Any) -> str:
+    """A short human description of an error body in any of the three wire formats.
+
+    OpenAI ``{"error": {"message", "type", "code"}}``, Anthropic ``{"type": "error", "error":
+    {"type", "message"}}``, Google ``{"error": {"code", "message", "status"}}``.
+    """
+    if isinstance(body, Mapping):
+        err = body.get("error")
+        if isinstance(err, Mapping):
+            message = err.get("message")
+            kind = err.get("type") or err.get("status") or err.get("code")
+            parts = [str(p) for p in (kind, message) if isinstance(p, str | int) and str(p)]
+            if parts:
+                return ": ".join(parts)[:_MAX_ERROR_TEXT]
+        if isinstance(err, str) and err:
+            return err[:_MAX_ERROR_TEXT]
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message[:_MAX_ERROR_TEXT]
+        return json.dumps(body, ensure_ascii=False)[:_MAX_ERROR_TEXT]
+    if isinstance(body, str):
+        text = " ".join(body.split())
+        return text[:_MAX_ERROR_TEXT] if text else "empty response body"
+    return "no response body"
+
+
+class HttpTransport:
+    """POSTs JSON with bounded retries; one instance per provider, shared across threads.
+
+    ``sleep``, ``clock``, ``wall_clock`` and ``rng`` are injectable so tests run instantly and
+    deterministically.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        session: requests.Session | None = None,
+        policy: RetryPolicy | None = None,
+        pool_size: int = 64,
+        max_concurrency: int | None = None,
+        secrets: tuple[str, ...] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.perf_counter,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.provider = provider
+        self.policy = policy or RetryPolicy()
+        self._secrets = secrets
+        self._sleep = sleep
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._rng = rng
+        self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
+        if session is None:
+            session = requests.Session()
+            # Pool sized for the runner's concurrency; retries are ours (max_retries=0).
+            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            session.trust_env = True
+        self.session = session
+
+    def backoff(self, retry_number: int) -> float:
+        """Exponential backoff with equal jitter for the ``retry_number``-th retry (1-based)."""
+        ceiling = min(self.policy.max_delay, self.policy.base_delay * 2.0 ** (retry_number - 1))
+        jitter: float = self._rng()
+        return ceiling / 2 + jitter * ceiling / 2
+
+    def post_json(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        timeout: float,
+        before_dispatch: Callable[[], None] | None = None,
+    ) -> HttpResult:
+        """POST ``body`` as JSON; return the parsed 2xx response or raise ``ProviderError``.
+
+        ``before_dispatch`` runs immediately before every attempt (after waits); whatever it
+        raises (an admission denial) propagates unchanged and no request is sent.
+        """
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        send_headers = {"content-type": "application/json", "accept": "application/json", **headers}
+        safe_headers = redact_headers(send_headers)
+        queued_ms = 0.0
+        if self._slots is not None:
+            t_wait = self._clock()
+            self._slots.acquire()
+            queued_ms = (self._clock() - t_wait) * 1000.0
+        try:
+            return self._attempts(
+                url, send_headers, safe_headers, body, payload, timeout, queued_ms, before_dispatch
+            )
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _attempts(
+        self,
+        url: str,
+        send_headers: Mapping[str, str],
+        safe_headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        payload: bytes,
+        timeout: float,
+        queued_ms: float,
+        before_dispatch: Callable[[], None] | None,
+    ) -> HttpResult:
+        policy = self.policy
+        wire_ms = retry_ms = ttfb_ms = 0.0
+        rate_limit_retries = 0
+        attempt = 0
+        while True:
+            attempt += 1
+            if before_dispatch is not None:
+                before_dispatch()
+            t0 = self._clock()
+            status = 0
+            resp_headers: Mapping[str, str] = {}
+            resp_body: Any = None
+            failure: str
+            try:
+                with self.session.post(
+                    url, data=payload, headers=send_headers, timeout=timeout, stream=True
+                ) as resp:
+                    ttfb_ms = (self._clock() - t0) * 1000.0
+                    raw = resp.content
+                    status = resp.status_code
+                    resp_headers = resp.headers
+            except requests.RequestException as exc:
+                wire_ms += (self._clock() - t0) * 1000.0
+                failure = f"network error: {_describe_exception(exc)}"
+                retryable = True
+            else:
+                wire_ms += (self._clock() - t0) * 1000.0
+                text = raw.decode("utf-8", errors="replace")
+                try:
+                    resp_body = json.loads(text) if text.strip() else None
+                    parsed_ok = resp_body is not None
+                except ValueError:
+                    resp_body = text
+                    parsed_ok = False
+                exchange = self._exchange(url, safe_headers, body, status, resp_headers, resp_body, attempt)
+                if 200 <= status < 300:
+                    if not parsed_ok:
+                        # A 2xx that is not JSON was still dispatched (and maybe billed); it is
+                        # not retried so a misbehaving gateway cannot multiply the spend.
+                        raise ProviderError(
+                            f"{self.provider} returned HTTP {status} with a body that is not valid JSON: "
+                            f"{describe_error_body(text)}",
+                            provider=self.provider,
+                            status=status,
+                            retryable=False,
+                            request_id=find_request_id(resp_headers),
+                            attempts=attempt,
+                            hint="check the base URL points at a compatible API",
+                            secrets=self._secrets,
+                            exchange=exchange,
+                        )
+                    timing = CallTiming(
+                        queued_ms=queued_ms,
+                        attempts=attempt,
+                        retry_ms=retry_ms,
+                        ttfb_ms=ttfb_ms,
+                        wire_ms=wire_ms,
+                        rate_limit_retries=rate_limit_retries,
+                    )
+                    return HttpResult(
+                        status=status,
+                        headers=resp_headers,
+                        body=resp_body,
+                        request_id=find_request_id(resp_headers, resp_body),
+                        timing=timing,
+                        exchange=exchange,
+                    )
+                failure = f"HTTP {status}: {describe_error_body(resp_body)}"
+                retryable = status in policy.retry_statuses
+
+            if not retryable or attempt >= policy.max_attempts:
+                exchange = self._exchange(
+                    url, safe_headers, body, status or None, resp_headers, resp_body, attempt
+                )
+                tries = f" after {attempt} attempts" if attempt > 1 else ""
+                raise ProviderError(
+                    f"{self.provider} request failed{tries}: {failure}",
+                    provider=self.provider,
+                    status=status,
+                    retryable=retryable,
+                    request_id=find_request_id(resp_headers, resp_body),
+                    attempts=attempt,
+                    hint=_hint_for(status, url),
+                    secrets=self._secrets,
+                    exchange=exchange,
+                )
+            requested = parse_retry_after(resp_headers, self._wall_clock()) if status else None
+            if requested is not None:
+                delay = min(requested, policy.max_retry_after)
+            else:
+                delay = self.backoff(attempt)
+            if status == 429:
+                rate_limit_retries += 1
+            if delay > 0:
+                self._sleep(delay)
+            retry_ms += delay * 1000.0
+
+    def _exchange(
+        self,
+        url: str,
+        safe_headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        status: int | None,
+        resp_headers: Mapping[str, str],
+        resp_body: Any,
+        attempts: int,
+    ) -> WireExchange:
+        return WireExchange(
+            method="POST",
+            url=redact_secrets(url, self._secrets),
+            request_headers=safe_headers,
+            request_body=body,
+            status=status,
+            response_headers=redact_headers(dict(resp_headers)),
+            response_body=resp_body,
+            attempts=attempts,
+        )
+
+
+def _describe_exception(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.Timeout):
+        return "the request timed out"
+    if isinstance(exc, requests.ConnectionError):
+        inner = str(exc.args[0]) if exc.args else ""
+        if "reset" in inner.lower() or "aborted" in inner.lower():
+            return "the connection was reset"
+        return "could not connect or the connection broke"
+    return type(exc).__name__
+
+
+def _hint_for(status: int, url: str) -> str | None:
+    if status == 0:
+        return f"check network access to {url.split('?')[0]} (or raise the timeout)"
+    if status in (401, 403):
+        return "check the API key environment variable"
+    if status == 404:
+        return "check the model name and the base URL"
+    if status == 429:
+        return "rate limited: lower concurrency or raise your provider quota"
+    return None
