@@ -1,0 +1,234 @@
+"""Accounting records (runner spec §7): what was spent, how sure we are, and why."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from axl_action.schema.base import WireModel
+
+if TYPE_CHECKING:
+    from axl_action.schema.result import EvalResult
+
+Completeness = Literal["complete", "incomplete", "unverified"]
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "audio_seconds",
+)
+
+
+def usable(x: object) -> bool:
+    """A usable cost is a finite number >= 0 (an explicit 0 is *known free*)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+class Usage(WireModel):
+    """Token and audio usage summed over operations."""
+
+    _always = frozenset(USAGE_KEYS)
+
+    input_tokens: float = 0
+    """Prompt tokens, including cached ones."""
+    output_tokens: float = 0
+    """Completion tokens."""
+    reasoning_tokens: float = 0
+    """Reasoning/thinking tokens reported separately by the provider."""
+    cached_tokens: float = 0
+    """Prompt tokens served from the provider's cache."""
+    cache_write_tokens: float = 0
+    """Prompt tokens written to the provider's cache."""
+    audio_seconds: float = 0
+    """Seconds of audio transcribed."""
+
+
+class Operations(WireModel):
+    """Operation counters: ``total = settled + unknown``; ``denied`` is separate."""
+
+    _always = frozenset({"total", "settled", "unknown", "denied", "by_kind"})
+
+    total: int = 0
+    """Operations opened (minus retracted ones)."""
+    settled: int = 0
+    """Operations that settled with a usable cost."""
+    unknown: int = 0
+    """Operations whose cost is unknown (see ``reasons``)."""
+    denied: int = 0
+    """Operations refused by budget admission (not in ``total``)."""
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    """Counts per kind: chat, stream, embedding, transcription, tool, external."""
+
+
+class Breakdown(WireModel):
+    """Known cost split by purpose; sums to ``knownCost``."""
+
+    _always = frozenset({"generation", "judging", "external"})
+
+    generation: float = 0
+    """Spend of the workflow under test."""
+    judging: float = 0
+    """Spend of LLM judges (scorers)."""
+    external: float = 0
+    """Spend of declared external operations."""
+
+
+class Accounting(WireModel):
+    """Core accounting record, version 1 (runner spec §7.1)."""
+
+    _always = frozenset(
+        {
+            "version",
+            "currency",
+            "known_cost",
+            "completeness",
+            "reasons",
+            "usage",
+            "operations",
+            "breakdown",
+            "provenance",
+        }
+    )
+
+    version: int = 1
+    """Record format version; always 1."""
+    currency: str = "USD"
+    """Currency of every amount; always USD."""
+    known_cost: float = 0
+    """Sum of settled, usable, disjoint charges. Never includes unknown spend."""
+    completeness: Completeness = "complete"
+    """``complete``: every operation priced; ``incomplete``: some spend unknown (see reasons);
+    ``unverified``: produced by readers of pre-0.24 files only."""
+    reasons: dict[str, int] = Field(default_factory=dict)
+    """Why spend is unknown, with counts: unpriced_model, usage_missing, abandoned, ..."""
+    usage: Usage = Field(default_factory=Usage)
+    """Summed token usage."""
+    operations: Operations = Field(default_factory=Operations)
+    """Operation counters."""
+    breakdown: Breakdown = Field(default_factory=Breakdown)
+    """Known cost by purpose."""
+    provenance: dict[str, float] = Field(default_factory=dict)
+    """Known cost by where the number came from (provider_reported, price_table_estimate, ...)."""
+
+
+class BudgetSnapshot(WireModel):
+    """State of the run's budget controller at the end (runner spec §8)."""
+
+    limit: float
+    """The configured budget in USD."""
+    status: Literal["open", "closed"]
+    """``closed`` once known spend reached the limit (>=)."""
+    known_spend: float
+    """Settled known spend counted against the limit."""
+    known_overshoot: float
+    """``max(0, knownSpend - limit)``, unrounded."""
+    closed_by: Literal["case", "scorer", "operation"] | None = None
+    """Who first observed the closure; absent when nobody did or the budget stayed open."""
+
+
+class CallerReported(WireModel):
+    """Roll-up of costs and metadata the workflow claimed (never used as measurement)."""
+
+    cost_items: int
+    """Items whose workflow returned a valid ``cost``."""
+    cost_total: float
+    """Sum of those claimed costs."""
+    metadata_items: int
+    """Items whose workflow returned reserved metadata keys."""
+
+
+class AccountingSource(WireModel):
+    """Rescore provenance: the run whose outputs were rescored."""
+
+    run_id: str
+    """Id of the source result."""
+    generation: Accounting | None
+    """The original generation run's accounting, or null for a legacy source."""
+
+
+class EvalAccounting(Accounting):
+    """Run- or rescore-level accounting (runner spec §7.2)."""
+
+    scope: Literal["run", "rescore"] | None = None
+    """``run`` for runEval, ``rescore`` for rescore."""
+    source: AccountingSource | None = None
+    """Rescore only: where the outputs came from."""
+    budget: BudgetSnapshot | None = None
+    """Present iff a budget was configured."""
+    caller_reported: CallerReported | None = None
+    """Present iff any caller claim was seen (run only)."""
+
+
+def empty_accounting() -> Accounting:
+    """All zeros, complete, empty maps."""
+    return Accounting()
+
+
+def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
+    """Conservative fold of several records (runner spec §7.3)."""
+    known = 0.0
+    usage = dict.fromkeys(USAGE_KEYS, 0.0)
+    reasons: dict[str, int] = {}
+    by_kind: dict[str, int] = {}
+    provenance: dict[str, float] = {}
+    counters = {"total": 0, "settled": 0, "unknown": 0, "denied": 0}
+    breakdown = {"generation": 0.0, "judging": 0.0, "external": 0.0}
+    any_unverified = any_incomplete = False
+    for rec in records:
+        if rec is None:
+            continue
+        if usable(rec.known_cost):
+            known += rec.known_cost
+        for key in USAGE_KEYS:
+            v = getattr(rec.usage, key)
+            if isinstance(v, int | float) and math.isfinite(v):
+                usage[key] += v
+        for reason, n in rec.reasons.items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        for kind, n in rec.operations.by_kind.items():
+            by_kind[kind] = by_kind.get(kind, 0) + n
+        for prov, v in rec.provenance.items():
+            if isinstance(v, int | float) and math.isfinite(v):
+                provenance[prov] = provenance.get(prov, 0.0) + v
+        for name in counters:
+            counters[name] += getattr(rec.operations, name) or 0
+        for name in breakdown:
+            v = getattr(rec.breakdown, name)
+            if usable(v):
+                breakdown[name] += v
+        any_unverified |= rec.completeness == "unverified"
+        any_incomplete |= rec.completeness == "incomplete"
+    completeness: Completeness = (
+        "unverified" if any_unverified else "incomplete" if any_incomplete else "complete"
+    )
+    return Accounting(
+        known_cost=known,
+        completeness=completeness,
+        reasons=reasons,
+        usage=Usage(**usage),
+        operations=Operations(**counters, by_kind=by_kind),
+        breakdown=Breakdown(**breakdown),
+        provenance=provenance,
+    )
+
+
+def read_accounting(result: EvalResult) -> EvalAccounting:
+    """The accounting of any artifact (runner spec §7.4).
+
+    0.24 files return their record unchanged. Pre-0.24 files get a synthesized ``unverified``
+    record whose known cost is the legacy ``totalCost``: never report it as complete.
+    """
+    if result.accounting is not None:
+        return result.accounting
+    total = result.total_cost if usable(result.total_cost) else 0.0
+    rescored = result.metadata.get("rescored") is True
+    return EvalAccounting(
+        known_cost=total,
+        completeness="unverified",
+        scope="rescore" if rescored else "run",
+    )

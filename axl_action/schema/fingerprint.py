@@ -1,0 +1,89 @@
+"""Stable identities for items, datasets and scorer sets.
+
+A result written by our runner carries ``metadata.fingerprint``::
+
+    {"dataset": "sha256:…",        # items (inputs + annotations) in order
+     "datasetItems": 24,           # number of dataset items (before sharding)
+     "scorers": "sha256:…",        # scorer names + types, in order
+     "scorerSet": {"name": "llm" | "deterministic", …},
+     "config": "sha256:…",         # optional: eval config that changes scores (judge models…)
+     "pricingVersion": "2026-11-01"}  # optional: pricing-table version used for cost
+
+Compare uses it to refuse to report fake regressions against an incomparable baseline. Files
+written by the TypeScript CLI or by older versions have none; readers must treat a missing
+fingerprint as "unknown", never as a mismatch.
+
+Items are matched across runs by ``item_key``: the input's ``id`` field when it has one
+(string or integer), else a hash of the canonical input JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import Field
+
+from axl_action.schema.base import WireModel
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON text (sorted keys, compact, non-ASCII kept) for hashing."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def item_key(input_: Any) -> str:
+    """Stable key of a dataset item: ``id:<value>`` when the input has an id, else a hash."""
+    if isinstance(input_, Mapping):
+        ident = input_.get("id")
+        if isinstance(ident, str | int) and not isinstance(ident, bool):
+            return f"id:{ident}"
+    return _sha(canonical_json(input_))[:23]
+
+
+def dataset_fingerprint(items: Iterable[tuple[Any, Any]]) -> str:
+    """Hash of (input, annotations) pairs in order."""
+    h = hashlib.sha256()
+    for input_, annotations in items:
+        h.update(canonical_json([input_, annotations]).encode("utf-8"))
+        h.update(b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def scorer_fingerprint(scorer_types: Mapping[str, str]) -> str:
+    """Hash of scorer names and types, in order."""
+    return _sha(canonical_json(list(scorer_types.items())))
+
+
+class Fingerprint(WireModel):
+    """``metadata.fingerprint`` of a result (see module docstring)."""
+
+    dataset: str
+    """Hash of the dataset's inputs and annotations, in order."""
+    dataset_items: int
+    """Number of dataset items before sharding."""
+    scorers: str
+    """Hash of the scorer names and types, in order."""
+    scorer_set: dict[str, str] = Field(default_factory=dict)
+    """Scorer name -> type, for saying exactly what changed."""
+    config: str | None = None
+    """Hash of configuration that changes scores (for example judge models and prompts)."""
+    pricing_version: str | None = None
+    """Version of the pricing table used to price the run."""
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any]) -> Fingerprint | None:
+        """The fingerprint in a result's metadata, or None when absent or malformed."""
+        raw = metadata.get("fingerprint")
+        if not isinstance(raw, Mapping):
+            return None
+        try:
+            return cls.model_validate(raw)
+        except ValueError:
+            return None

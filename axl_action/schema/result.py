@@ -1,0 +1,377 @@
+"""The axl-eval 0.24 result artifact (runner spec §14), readable for pre-0.24 files too.
+
+Fields that pre-0.24 files lack are optional here; ``EvalResult.is_legacy`` tells the two
+apart, and the reader rules for legacy files live in ``outcomes.py`` and ``accounting.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from axl_action.schema.accounting import Accounting, EvalAccounting
+from axl_action.schema.base import WireModel
+
+ItemOutcome = Literal["completed", "failed", "cancelled", "budget_skipped", "budget_interrupted"]
+ScorerOutcome = Literal["scored", "failed", "skipped", "cancelled", "budget_skipped", "budget_interrupted"]
+ITEM_OUTCOMES: tuple[str, ...] = (
+    "completed",
+    "failed",
+    "cancelled",
+    "budget_skipped",
+    "budget_interrupted",
+)
+SCORER_OUTCOMES: tuple[str, ...] = (
+    "scored",
+    "failed",
+    "skipped",
+    "cancelled",
+    "budget_skipped",
+    "budget_interrupted",
+)
+
+
+class OperationRef(WireModel):
+    """A pointer from an item or scorer into the request-capture sidecar."""
+
+    operation_id: str
+    """Id of the captured operation (matches ``operationId`` in the JSONL sidecar)."""
+    kind: str
+    """``chat`` or ``stream``."""
+    turn: int | None = None
+    """Turn number within a multi-turn operation."""
+    attempt: int | None = None
+    """Transport attempt number."""
+    status: str
+    """``recorded``, ``start_only``, ``truncated`` or ``omitted``."""
+
+
+class ItemDiagnostics(WireModel):
+    """Captured operation references of an item or a scorer."""
+
+    operations: list[OperationRef]
+    """References in capture order."""
+
+
+class ScorerDetail(WireModel):
+    """One scorer's verdict on one item (runner spec §14.3)."""
+
+    score: float | None = None
+    """Rounded score in [0, 1], or null when the scorer did not produce one."""
+    metadata: dict[str, Any] | None = None
+    """Extra fields the scorer returned (a judge's ``reasoning`` lives here)."""
+    duration: float | None = None
+    """Milliseconds the scorer ran; absent when it never started."""
+    skipped: bool | None = None
+    """``true`` when ``applies`` returned false."""
+    accounting: Accounting | None = None
+    """The scorer scope's record, when it measured any operation."""
+    cost: float | None = None
+    """Known cost of this scorer on this item."""
+    outcome: ScorerOutcome | None = None
+    """scored / failed / skipped / cancelled / budget_skipped / budget_interrupted (0.24)."""
+    diagnostics: ItemDiagnostics | None = None
+    """Captured operation refs of this scorer (capture on)."""
+
+
+class ItemFailure(WireModel):
+    """Structured cause of a failed item (runner spec §11)."""
+
+    name: str
+    """Error class name, e.g. ``ProviderError`` or ``RangeError``."""
+    provider: str | None = None
+    """Provider of a ProviderError."""
+    status: float | None = None
+    """HTTP status of a ProviderError; 0 means a network-level failure."""
+    retryable: bool | None = None
+    """Whether the provider said the call could be retried."""
+    request_id: str | None = None
+    """Provider request id, for support tickets."""
+
+
+class CallerReport(WireModel):
+    """What the workflow claimed about itself (never used as the measurement)."""
+
+    cost: float | None = None
+    """Claimed cost in USD."""
+    metadata: dict[str, Any] | None = None
+    """Reserved metadata keys (models, tokens, ...) the workflow returned."""
+
+
+class ItemModelTiming(WireModel):
+    """Per-model timing sums of one item's generation calls (runner spec §12.2)."""
+
+    calls: int
+    """Timed successful calls."""
+    queued_ms: float
+    """Milliseconds waiting for a concurrency slot."""
+    retry_ms: float
+    """Milliseconds spent in retry backoff."""
+    wire_ms: float
+    """Milliseconds on the wire."""
+    first_token_ms: float | None = None
+    """Sum of time-to-first-token over calls that reported one."""
+    first_token_calls: int | None = None
+    """Number of calls behind ``firstTokenMs``."""
+
+
+class EvalItem(WireModel):
+    """One dataset item's run (runner spec §14.2)."""
+
+    input: Any = None
+    """The dataset item's input."""
+    annotations: Any = None
+    """The dataset item's annotations (ground truth); absent when it had none."""
+    output: Any = None
+    """The workflow's output; null unless the item completed."""
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    """Score per scorer (null when it produced none); empty unless completed."""
+    duration: float | None = None
+    """Milliseconds of workflow time (scoring excluded); absent on stubs."""
+    timing: dict[str, ItemModelTiming] | None = None
+    """Per-model timing sums of the generation."""
+    traces: list[Any] | None = None
+    """Trace events, when trace capture was on."""
+    outcome: ItemOutcome | None = None
+    """completed / failed / cancelled / budget_skipped / budget_interrupted (0.24)."""
+    failure: ItemFailure | None = None
+    """Structured cause of a failed item."""
+    error: str | None = None
+    """Error message of every non-completed item."""
+    caller_report: CallerReport | None = None
+    """Caller claims of a completed item."""
+    metadata: dict[str, Any] | None = None
+    """Measured (and safe caller) metadata of a completed item."""
+    score_details: dict[str, ScorerDetail] | None = None
+    """Per-scorer details of a completed item."""
+    scorer_errors: list[str] | None = None
+    """Messages of failed scorers, in scorer order."""
+    accounting: Accounting | None = None
+    """The item scope's record (0.24)."""
+    cost: float | None = None
+    """Generation cost (= ``accounting.breakdown.generation`` in 0.24)."""
+    scorer_cost: float | None = None
+    """Judging cost (= ``accounting.breakdown.judging`` in 0.24)."""
+    unpriced: bool | None = None
+    """``true`` when the item's accounting is not complete."""
+    diagnostics: ItemDiagnostics | None = None
+    """Captured operation refs of the generation."""
+
+    @property
+    def bucket(self) -> str:
+        """Coverage bucket: the outcome, or for legacy items ``failed`` if it has an error."""
+        if self.outcome is not None:
+            return self.outcome
+        return "failed" if self.error else "completed"
+
+
+class Stats(WireModel):
+    """Five-number summary, each rounded to 3 decimals."""
+
+    mean: float
+    """Arithmetic mean."""
+    min: float
+    """Smallest value."""
+    max: float
+    """Largest value."""
+    p50: float
+    """``sorted[floor(n/2)]``."""
+    p95: float
+    """``sorted[floor(n*0.95)]``."""
+
+
+class ScorerStats(Stats):
+    """Per-scorer summary: stats over scored items plus outcome counts."""
+
+    scored: int | None = None
+    """Items with a valid score (absent before 0.18)."""
+    failed: int | None = None
+    """Items where the scorer failed."""
+    skipped: int | None = None
+    """Items where ``applies`` returned false."""
+
+
+class ItemCoverage(WireModel):
+    """Items per outcome; always all five keys."""
+
+    _always = frozenset(ITEM_OUTCOMES)
+
+    completed: int = 0
+    """Items whose workflow returned."""
+    failed: int = 0
+    """Items whose workflow raised."""
+    cancelled: int = 0
+    """Items cancelled by a signal."""
+    budget_skipped: int = Field(0, alias="budget_skipped")
+    """Items never started because the budget had closed."""
+    budget_interrupted: int = Field(0, alias="budget_interrupted")
+    """Items stopped mid-flight by the budget."""
+
+
+class ScorerCoverage(WireModel):
+    """Scorer details per outcome; always all six keys."""
+
+    _always = frozenset(SCORER_OUTCOMES)
+
+    scored: int = 0
+    """Valid scores."""
+    failed: int = 0
+    """Scorer failures."""
+    skipped: int = 0
+    """``applies`` returned false."""
+    cancelled: int = 0
+    """Cancelled before or while scoring."""
+    budget_skipped: int = Field(0, alias="budget_skipped")
+    """LLM scorers not started because the budget had closed."""
+    budget_interrupted: int = Field(0, alias="budget_interrupted")
+    """Scorers whose paid operation was refused."""
+
+
+class Coverage(WireModel):
+    """What ran and what did not (runner spec §6.3)."""
+
+    items: ItemCoverage
+    """Item outcome counts."""
+    scorers: dict[str, ScorerCoverage]
+    """Scorer outcome counts, one entry per configured scorer."""
+
+
+class ItemErrorRate(WireModel):
+    """The item error-rate gate's figures (runner spec §10.1)."""
+
+    failed: int
+    """Failed items."""
+    attempted: int
+    """Items attempted: count minus cancelled and budget-stopped."""
+    rate: float
+    """failed / attempted (0 when nothing was attempted), unrounded."""
+    limit: float
+    """The configured limit."""
+    exceeded: bool
+    """``attempted > 0 and rate > limit``."""
+
+
+class DegradedScorer(WireModel):
+    """A scorer whose error rate exceeded its tolerance (runner spec §10.2)."""
+
+    scorer: str
+    """Scorer name."""
+    rate: float
+    """failed / (scored + failed)."""
+    limit: float
+    """Tolerance: 0 for deterministic scorers, the configured rate for LLM scorers."""
+    type: Literal["llm", "deterministic"]
+    """Scorer type."""
+    scored: int
+    """Scored count."""
+    failed: int
+    """Failed count."""
+
+
+class ModelTimingStats(WireModel):
+    """Per-call timing distribution of one model (runner spec §12.3)."""
+
+    calls: int
+    """Number of timed successful calls."""
+    wire_ms: Stats | float | None = None
+    """Wire-time distribution (a number in some early 0.2x files)."""
+    queued_ms: Stats | float | None = None
+    """Queue-time distribution."""
+    retry_ms: Stats | None = None
+    """Retry-backoff distribution."""
+    rate_limit_retries: int | None = None
+    """Rate-limit retries summed over calls (always present in 0.24)."""
+    first_token_ms: Stats | None = None
+    """Time-to-first-token distribution over calls that reported one."""
+    first_token_calls: int | None = None
+    """Calls behind ``firstTokenMs``."""
+
+
+class EvalSummary(WireModel):
+    """Run summary (runner spec §14.4)."""
+
+    count: int
+    """Number of dataset items."""
+    failures: int
+    """Items with an error (failed, cancelled and budget-stopped alike)."""
+    coverage: Coverage | None = None
+    """Outcome counts (0.24); derive from items for legacy files."""
+    scorers: dict[str, ScorerStats]
+    """Per-scorer stats, in scorer order."""
+    timing: Stats | None = None
+    """Item duration stats over error-free items."""
+    model_timing: dict[str, ModelTimingStats] | None = None
+    """Per-model call timing."""
+    degraded: list[DegradedScorer] | None = None
+    """Scorers over their error tolerance (gate configured and tripped)."""
+    item_error_rate: ItemErrorRate | None = None
+    """Item error-rate figures, present when at least one item failed."""
+
+
+class DiagnosticManifest(WireModel):
+    """Request-capture manifest (runner spec §16)."""
+
+    version: int = 1
+    """Manifest version."""
+    artifact_id: str
+    """Id of the capture artifact; empty when unavailable."""
+    fidelity: str = "runtime_request"
+    """What was captured."""
+    status: Literal["complete", "truncated", "interrupted", "unavailable"]
+    """Capture status."""
+    reason: str | None = None
+    """Why the capture is not complete."""
+    records: int
+    """Records captured."""
+    bytes: int
+    """Bytes captured."""
+    redaction: Literal["applied", "none"]
+    """Whether secrets/content redaction was applied."""
+    expires_at: str | None = None
+    """When the artifact expires."""
+
+
+class EvalResult(WireModel):
+    """One eval run: the top-level object of a results file (runner spec §14.1)."""
+
+    _always = frozenset({"metadata", "total_cost", "duration"})
+
+    id: str
+    """Random UUID of the run."""
+    dataset: str
+    """Dataset name."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Config metadata plus roll-ups: scorerTypes, models, workflows, fingerprint, ..."""
+    timestamp: str
+    """ISO-8601 UTC time the result was built."""
+    total_cost: float = 0
+    """= ``accounting.knownCost`` in 0.24; the legacy sum in older files."""
+    unpriced: bool | None = None
+    """``true`` when the accounting is not complete."""
+    accounting: EvalAccounting | None = None
+    """Run accounting (0.24); absent in legacy files."""
+    diagnostics: DiagnosticManifest | None = None
+    """Request-capture manifest, when capture was on."""
+    duration: float = 0
+    """Whole-run milliseconds, scoring included."""
+    items: list[EvalItem]
+    """Items in dataset order."""
+    summary: EvalSummary
+    """Run summary."""
+
+    @property
+    def is_legacy(self) -> bool:
+        """True for pre-0.24 files (no accounting record)."""
+        return self.accounting is None
+
+    @property
+    def scorer_names(self) -> list[str]:
+        """Configured scorers, in order."""
+        return list(self.summary.scorers)
+
+    @property
+    def scorer_types(self) -> dict[str, str]:
+        """``metadata.scorerTypes`` (empty when the file has none)."""
+        types = self.metadata.get("scorerTypes")
+        return dict(types) if isinstance(types, dict) else {}
