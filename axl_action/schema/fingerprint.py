@@ -50,8 +50,8 @@ def item_key(input_: Any) -> str:
 def dataset_fingerprint(items: Iterable[tuple[Any, Any]]) -> str:
     """Hash of (input, annotations) pairs in order."""
     h = hashlib.sha256()
-    for input_, annotations in items:
-        h.update(canonical_json([input_, annotations]).encode("utf-8"))
+    for input_, notes in items:
+        h.update(canonical_json([input_, notes]).encode("utf-8"))
         h.update(b"\n")
     return "sha256:" + h.hexdigest()
 
