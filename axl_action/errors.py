@@ -78,3 +78,15 @@ class CompareError(AxlError):
     """Two results (or run lists) that cannot be compared."""
 
     code = "COMPARE"
+
+
+class ActionInputError(UsageError):
+    """An input of the GitHub Action (``with:``) that has a value the action cannot use."""
+
+    code = "INVALID_INPUT"
+
+    def __init__(self, input_name: str, allowed: str, *, got: str | None = None) -> None:
+        shown = "" if got is None else f' (got "{got}")'
+        super().__init__(f"Invalid input {input_name}{shown}: {allowed}")
+        self.input_name = input_name
+        self.allowed = allowed
