@@ -1,0 +1,405 @@
+"""The action's inputs, read once from ``INPUT_*`` variables and checked before anything is spent.
+
+The runner exports every input declared in ``action.yml`` as ``INPUT_<NAME>`` with the name
+upper-cased and dashes kept (``INPUT_BASELINE-ARTIFACT``); people who ``docker run`` the image by
+hand tend to write underscores instead, so both spellings are read (the dashed one wins). Every
+declared input arrives, unset ones as an empty string, so an empty value means "use the default".
+
+A bad value raises :class:`~axl_action.errors.ActionInputError` naming the input and what it
+accepts; the entrypoint turns that into one ``::error title=Invalid input <name>::`` annotation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from axl_action.errors import ActionInputError, BudgetError
+from axl_action.runtime.admission import parse_budget
+
+Mode = Literal["auto", "baseline", "compare", "comment"]
+CommentMode = Literal["always", "on-change", "on-failure", "off"]
+
+MODES: tuple[Mode, ...] = ("auto", "baseline", "compare", "comment")
+COMMENT_MODES: tuple[CommentMode, ...] = ("always", "on-change", "on-failure", "off")
+
+_RATE_RE = re.compile(r"\d*\.?\d+")
+_INT_RE = re.compile(r"[0-9]+")
+_SHARD_RE = re.compile(r"([0-9]+)\s*/\s*([0-9]+)")
+_SUITE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SCORER_NAME_RE = re.compile(r"[^\s=,]+")
+# Characters the artifact service rejects in a name (actions/toolkit path-and-artifact-name-validation).
+_BAD_ARTIFACT_CHARS = frozenset('":<>|*?\\/\r\n')
+_TRUE = frozenset({"true", "True", "TRUE"})
+_FALSE = frozenset({"false", "False", "FALSE"})
+
+# Environment variables whose values are credentials: masked in the log before anything runs.
+_SECRET_ENV_RE = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?|PRIVATE_KEY)$", re.IGNORECASE)
+_NOT_SECRET_ENV = frozenset({"ACTIONS_RUNTIME_URL", "ACTIONS_RESULTS_URL", "ACTIONS_ID_TOKEN_REQUEST_URL"})
+_MIN_MASK_LENGTH = 4  # masking "1" or "on" would star out half the log
+
+
+class Shard(BaseModel):
+    """One slice of a sharded suite: ``index`` of ``total`` (both 1-based, as in ``--shard 2/4``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    index: int
+    """Which slice this job runs, from 1 to ``total``."""
+
+    total: int
+    """How many slices the suite is split into."""
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+class CostLimit(BaseModel):
+    """How much more the candidate may cost than the baseline before the cost gate fails."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    kind: Literal["usd", "percent"]
+    """``usd``: an absolute increase in dollars; ``percent``: relative to the baseline's cost."""
+
+    value: float
+    """The allowed increase: dollars for ``usd``, percent (``20`` = 20%) for ``percent``."""
+
+    raw: str
+    """The input exactly as written, for messages."""
+
+
+class ActionSettings(BaseModel):
+    """Every input of the action, parsed and validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    evals: tuple[str, ...] = ()
+    """Eval files, directories or globs to run (relative to ``working-directory``)."""
+
+    command: str | None = None
+    """A shell command that writes an axl-eval results file to ``$AXL_EVAL_OUTPUT``, run instead of ``evals``."""
+
+    results: tuple[str, ...] = ()
+    """Existing results files (or globs) to use instead of running anything; several are merged."""
+
+    github_token: SecretStr = SecretStr("")
+    """Token for the GitHub API: baseline lookup, comments, artifacts. Empty disables GitHub calls."""
+
+    mode: Mode = "auto"
+    """``auto`` picks from the event: push to the default branch → baseline, pull_request → compare, workflow_run → comment."""
+
+    baseline_artifact: str = "axl-eval-baseline"
+    """Name of the artifact that stores (and is searched for as) the baseline results."""
+
+    baseline_branch: str | None = None
+    """Branch whose pushes produce baselines; None means the repository's default branch."""
+
+    budget: str | None = None
+    """Spend limit per run in USD (``$1``, ``0.50``), passed to the runner as ``--budget``."""
+
+    runs: int = 1
+    """How many times to run each eval (``--runs``)."""
+
+    concurrency: int | None = None
+    """Items run at the same time (``--concurrency``); None keeps the eval's own setting."""
+
+    shard: Shard | None = None
+    """Run only this slice of the items (``--shard i/n``) and publish it for a merge job."""
+
+    threshold: float | dict[str, float] | None = None
+    """Regression threshold: one number for every scorer or ``name=value`` pairs; None auto-calibrates."""
+
+    fail_on_regression: bool = True
+    """Fail the step when a scorer regresses significantly."""
+
+    max_item_error_rate: float | None = None
+    """Largest share of items that may error before the gate refuses (default 0.05 in the gate)."""
+
+    max_scorer_error_rate: float | None = None
+    """Largest share of scorer calls that may fail before the gate refuses; None leaves the gate off."""
+
+    max_cost_increase: CostLimit | None = None
+    """Largest allowed certified cost increase over the baseline; None leaves the cost gate off."""
+
+    pricing: str | None = None
+    """Path of a pricing JSON file that overrides the built-in price table (``--pricing``)."""
+
+    comment: CommentMode = "always"
+    """When to write the sticky PR comment."""
+
+    suite: str = "default"
+    """Name of this suite; separates the sticky comments and artifacts of several suites in one PR."""
+
+    report_artifact: str = "axl-eval-report"
+    """Name of the artifact holding the HTML report."""
+
+    working_directory: str = "."
+    """Directory (relative to the workspace) in which evals and the command run."""
+
+    capture_requests: bool = False
+    """Record the exact LLM requests (``--capture-requests``) next to the results file."""
+
+    @property
+    def source(self) -> Literal["evals", "command", "results", "none"]:
+        """Where results come from."""
+        if self.results:
+            return "results"
+        if self.command:
+            return "command"
+        if self.evals:
+            return "evals"
+        return "none"
+
+
+def input_name(field: str) -> str:
+    """The action.yml name of a settings field (``baseline_artifact`` → ``baseline-artifact``)."""
+    return field.replace("_", "-")
+
+
+INPUT_NAMES: tuple[str, ...] = tuple(input_name(f) for f in ActionSettings.model_fields)
+"""Every input the action declares, in action.yml order."""
+
+SECRET_INPUTS: frozenset[str] = frozenset({"github-token"})
+
+
+def raw_input(env: Mapping[str, str], name: str) -> str:
+    """The trimmed value of input ``name`` ('' when unset); the runner's dashed spelling wins."""
+    upper = name.upper()
+    for key in (f"INPUT_{upper}", f"INPUT_{upper.replace('-', '_')}", f"INPUT_{upper.replace(' ', '_')}"):
+        value = env.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+    return ""
+
+
+def secrets_to_mask(env: Mapping[str, str]) -> list[str]:
+    """Values to register with ``::add-mask::``: secret inputs and credential-like env variables.
+
+    Multi-line values are masked line by line, because the runner matches a mask per line.
+    """
+    values: list[str] = [raw_input(env, name) for name in sorted(SECRET_INPUTS)]
+    for key, value in env.items():
+        if key in _NOT_SECRET_ENV or key.startswith("INPUT_"):
+            continue
+        if _SECRET_ENV_RE.search(key):
+            values.append(value)
+    out: list[str] = []
+    for value in values:
+        for line in value.splitlines():
+            line = line.strip()
+            if len(line) >= _MIN_MASK_LENGTH and line not in out:
+                out.append(line)
+    return out
+
+
+# --------------------------------------------------------------------------- value parsers
+# Each raises ValueError(<what is allowed>); read_settings adds the input name and the value.
+
+
+def _list(text: str) -> tuple[str, ...]:
+    parts = re.split(r"[\n,]", text)
+    return tuple(p.strip() for p in parts if p.strip())
+
+
+def _bool(text: str) -> bool:
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError("must be true or false")
+
+
+def _positive_int(text: str) -> int:
+    if not _INT_RE.fullmatch(text) or int(text) < 1:
+        raise ValueError("must be a whole number of at least 1")
+    return int(text)
+
+
+def _rate(text: str) -> float:
+    if not _RATE_RE.fullmatch(text) or not 0 <= float(text) <= 1:
+        raise ValueError("must be a number from 0 to 1, like 0.05 (1 turns the gate off)")
+    return float(text)
+
+
+def _budget(text: str) -> str:
+    try:
+        parse_budget(text)
+    except BudgetError:
+        raise ValueError("must be a USD amount like $1 or 0.50") from None
+    return text
+
+
+def _shard(text: str) -> Shard:
+    match = _SHARD_RE.fullmatch(text)
+    if match is None:
+        raise ValueError("must be <index>/<total>, like 2/4 (1-based)")
+    index, total = int(match.group(1)), int(match.group(2))
+    if not 1 <= index <= total:
+        raise ValueError(f"index must be between 1 and the total, like 1/{max(total, 1)}")
+    return Shard(index=index, total=total)
+
+
+def _threshold(text: str) -> float | dict[str, float]:
+    allowed = "must be a non-negative number like 0.05, or scorer=value pairs like accuracy=0.02,judge=0.05"
+    if _RATE_RE.fullmatch(text):
+        return float(text)
+    out: dict[str, float] = {}
+    for piece in _list(text):
+        name, sep, value = piece.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not _SCORER_NAME_RE.fullmatch(name) or not _RATE_RE.fullmatch(value):
+            raise ValueError(allowed)
+        out[name] = float(value)
+    if not out:
+        raise ValueError(allowed)
+    return out
+
+
+def _cost_limit(text: str) -> CostLimit:
+    allowed = "must be a dollar amount like $0.50 or a percentage like 20%"
+    compact = text.replace(" ", "")
+    if compact.endswith("%"):
+        number = compact[:-1]
+        if _RATE_RE.fullmatch(number):
+            return CostLimit(kind="percent", value=float(number), raw=text)
+        raise ValueError(allowed)
+    try:
+        value = parse_budget(compact)
+    except BudgetError:
+        raise ValueError(allowed) from None
+    if not math.isfinite(value):
+        raise ValueError(allowed)
+    return CostLimit(kind="usd", value=value, raw=text)
+
+
+def _choice(choices: Iterable[str]) -> Callable[[str], str]:
+    options = tuple(choices)
+
+    def parse(text: str) -> str:
+        if text not in options:
+            raise ValueError("must be one of " + ", ".join(options))
+        return text
+
+    return parse
+
+
+def _artifact_name(text: str) -> str:
+    if len(text) > 200 or any(c in _BAD_ARTIFACT_CHARS for c in text):
+        raise ValueError('must be at most 200 characters, without " : < > | * ? \\ / or line breaks')
+    return text
+
+
+def _suite(text: str) -> str:
+    if not _SUITE_RE.fullmatch(text):
+        raise ValueError(
+            "must be 1-64 letters, digits, dots, dashes or underscores, starting with a letter or digit"
+        )
+    return text
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _branch(text: str) -> str:
+    if text.startswith("refs/heads/"):
+        text = text[len("refs/heads/") :]
+    if not text or any(c.isspace() for c in text) or ".." in text:
+        raise ValueError("must be a branch name like main")
+    return text
+
+
+def _path(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("must be a path")
+    return text
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "evals": _list,
+    "command": _text,
+    "results": _list,
+    "github-token": SecretStr,
+    "mode": _choice(MODES),
+    "baseline-artifact": _artifact_name,
+    "baseline-branch": _branch,
+    "budget": _budget,
+    "runs": _positive_int,
+    "concurrency": _positive_int,
+    "shard": _shard,
+    "threshold": _threshold,
+    "fail-on-regression": _bool,
+    "max-item-error-rate": _rate,
+    "max-scorer-error-rate": _rate,
+    "max-cost-increase": _cost_limit,
+    "pricing": _path,
+    "comment": _choice(COMMENT_MODES),
+    "suite": _suite,
+    "report-artifact": _artifact_name,
+    "working-directory": _path,
+    "capture-requests": _bool,
+}
+
+
+def read_settings(env: Mapping[str, str]) -> ActionSettings:
+    """Parse every ``INPUT_*`` variable of ``env``; the first bad one raises ActionInputError."""
+    values: dict[str, Any] = {}
+    for name in INPUT_NAMES:
+        raw = raw_input(env, name)
+        if not raw:
+            continue
+        try:
+            values[name.replace("-", "_")] = _PARSERS[name](raw)
+        except ValueError as err:
+            shown = None if name in SECRET_INPUTS else _clip(raw)
+            raise ActionInputError(name, str(err), got=shown) from None
+    _check_sources(values)
+    if values.get("report_artifact") and values.get("report_artifact") == values.get("baseline_artifact"):
+        raise ActionInputError("report-artifact", "must differ from baseline-artifact")
+    return ActionSettings(**values)
+
+
+def _check_sources(values: Mapping[str, Any]) -> None:
+    given = [name for name in ("evals", "command", "results") if values.get(name)]
+    if len(given) > 1:
+        raise ActionInputError(
+            given[1], f"set only one of evals, command or results (got {' and '.join(given)})"
+        )
+    mode = values.get("mode", "auto")
+    if not given and mode not in ("auto", "comment"):
+        raise ActionInputError("evals", "set evals (eval files), command or results to say what to run")
+    if values.get("shard") and "results" in given:
+        raise ActionInputError("shard", "only works with evals; a results file is already complete")
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    flat = text.replace("\r", " ").replace("\n", " ")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def field_docs() -> dict[str, str]:
+    """Input name → the field's docstring (what action.yml's descriptions are checked against)."""
+    return {input_name(k): (f.description or "") for k, f in ActionSettings.model_fields.items()}
+
+
+__all__ = [
+    "COMMENT_MODES",
+    "INPUT_NAMES",
+    "MODES",
+    "SECRET_INPUTS",
+    "ActionSettings",
+    "CommentMode",
+    "CostLimit",
+    "Mode",
+    "Shard",
+    "field_docs",
+    "input_name",
+    "raw_input",
+    "read_settings",
+    "secrets_to_mask",
+]
