@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from axl_action.evals.dataset import Dataset, dataset
     from axl_action.evals.definition import EvalDefinition, define_eval
-    from axl_action.evals.llm_scorer import llm_scorer
     from axl_action.evals.runner import run_eval
     from axl_action.evals.scorer import Scorer, scorer
     from axl_action.runtime.runtime import Runtime
@@ -30,7 +29,17 @@ _EXPORTS: dict[str, str] = {
     "Runtime": "axl_action.runtime.runtime",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Dataset",
+    "EvalDefinition",
+    "Runtime",
+    "Scorer",
+    "dataset",
+    "define_eval",
+    "llm_scorer",
+    "run_eval",
+    "scorer",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,59 @@
+"""``describe_item_failure``: the structured cause of a failed item (spec §11)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+_MAX_DEPTH = 9  # nodes 0..8; the bound doubles as the cycle guard
+
+
+def _name(node: BaseException) -> str:
+    name = getattr(node, "name", None)
+    return name if isinstance(name, str) and name else type(node).__name__
+
+
+def _provider_like(node: BaseException) -> bool:
+    try:
+        from axl_action.providers.errors import ProviderError
+    except ImportError:  # pragma: no cover - providers always ship with the package
+        ProviderError = ()  # type: ignore[assignment,misc]
+    if ProviderError and isinstance(node, ProviderError):
+        return True
+    return getattr(node, "code", None) == "PROVIDER_ERROR" and _name(node) == "ProviderError"
+
+
+def _next(node: BaseException) -> Any:
+    cause = node.__cause__
+    if cause is None:
+        cause = getattr(node, "cause", None)
+    return cause
+
+
+def describe_item_failure(thrown: object) -> dict[str, Any] | None:
+    """``{name, provider?, status?, retryable?, requestId?}`` of the first provider-like error
+    in the ``__cause__`` chain, else ``{name}`` of the thrown error, else ``None``.
+    """
+    current: Any = thrown
+    for _ in range(_MAX_DEPTH):
+        if not isinstance(current, BaseException):
+            break
+        if _provider_like(current):
+            out: dict[str, Any] = {"name": _name(current)}
+            provider = getattr(current, "provider", None)
+            if isinstance(provider, str):
+                out["provider"] = provider
+            status = getattr(current, "status", None)
+            if isinstance(status, int | float) and not isinstance(status, bool) and math.isfinite(status):
+                out["status"] = status
+            retryable = getattr(current, "retryable", None)
+            if isinstance(retryable, bool):
+                out["retryable"] = retryable
+            request_id = getattr(current, "request_id", getattr(current, "requestId", None))
+            if isinstance(request_id, str):
+                out["requestId"] = request_id
+            return out
+        current = _next(current)
+    if isinstance(thrown, BaseException):
+        return {"name": _name(thrown)}
+    return None

@@ -1,0 +1,522 @@
+"""``run_eval``: run a dataset through a workflow, score every output, account for everything.
+
+Layout of the accounting scopes (spec §5.2)::
+
+    run scope (admission = the run budget, capture sink)
+    └─ item scope (generation)            one per item, concurrently
+       ├─ generation scope                execute_workflow(input, runtime)
+       └─ scorer scope (judging)          one per scorer
+
+The result is built as ordered wire data (the reference's key order, absent keys omitted) and
+validated into :class:`~axl_action.schema.EvalResult` by :func:`run_eval`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from axl_action.errors import AxlError, ItemErrorRateError
+from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
+from axl_action.evals.failure import describe_item_failure
+from axl_action.evals.log import warn
+from axl_action.evals.pool import run_pool
+from axl_action.evals.scorer import Scorer
+from axl_action.evals.scoring import (
+    ScoringEnv,
+    elapsed_ms,
+    error_message,
+    note_closure,
+    score_item,
+    usable_cost,
+)
+from axl_action.evals.summary import build_metadata_rollups, build_summary, model_timing
+from axl_action.runtime.admission import AdmissionController, parse_budget
+from axl_action.runtime.runtime import Runtime
+from axl_action.runtime.scope import (
+    CaptureSink,
+    TrackResult,
+    is_abort,
+    is_admission_denial,
+    track,
+)
+from axl_action.schema.fingerprint import dataset_fingerprint, scorer_fingerprint
+
+ProgressCallback = Callable[[Mapping[str, Any]], None]
+RESERVED_METADATA_KEYS = frozenset(
+    {"models", "modelCallCounts", "workflows", "workflowCallCounts", "tokens", "agentCalls"}
+)
+_USAGE_ZERO = {
+    "inputTokens": 0,
+    "outputTokens": 0,
+    "reasoningTokens": 0,
+    "cachedTokens": 0,
+    "cacheWriteTokens": 0,
+    "audioSeconds": 0,
+}
+
+
+def empty_accounting_wire() -> dict[str, Any]:
+    """``emptyAccounting()``: all zero, complete, empty maps (spec §7.1)."""
+    return {
+        "version": 1,
+        "currency": "USD",
+        "knownCost": 0,
+        "completeness": "complete",
+        "reasons": {},
+        "usage": dict(_USAGE_ZERO),
+        "operations": {"total": 0, "settled": 0, "unknown": 0, "denied": 0, "byKind": {}},
+        "breakdown": {"generation": 0, "judging": 0, "external": 0},
+        "provenance": {},
+    }
+
+
+def uninstrumented_accounting() -> dict[str, Any]:
+    """The fixed record of a runtime without a measurement rail (spec §5.1)."""
+    record = empty_accounting_wire()
+    record["completeness"] = "incomplete"
+    record["reasons"] = {"uninstrumented": 1}
+    return record
+
+
+def _track_uninstrumented(fn: Callable[[], Any], **_: Any) -> TrackResult[Any]:
+    try:
+        value = fn()
+    except Exception as exc:
+        return TrackResult("rejected", None, exc, uninstrumented_accounting(), None, None, None, False)
+    return TrackResult("fulfilled", value, None, uninstrumented_accounting(), None, None, None, False)
+
+
+def iso_now() -> str:
+    """``Date.toISOString()``: UTC, millisecond precision, trailing ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass
+class _RunState:
+    """Mutable state shared by the item workers of one run."""
+
+    total: int
+    on_progress: ProgressCallback | None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: int = 0
+    caller_cost_items: int = 0
+    caller_cost_total: float = 0.0
+    caller_metadata_items: int = 0
+    samples: dict[str, list[Any]] = field(default_factory=dict)
+
+    def item_done(self, index: int) -> None:
+        with self.lock:
+            self.done += 1
+            callback = self.on_progress
+        if callback is not None:
+            callback({"type": "item_done", "itemIndex": index, "totalItems": self.total})
+
+
+def shard_indices(total: int, shard: tuple[int, int] | None) -> list[int]:
+    """Dataset indices of shard ``i`` of ``n`` (1-based ``i``): those with ``index % n == i - 1``.
+
+    Index modulo keeps every shard a spread sample of the dataset and lets ``merge`` restore
+    dataset order by interleaving; it requires every shard to load the same dataset.
+    """
+    if shard is None:
+        return list(range(total))
+    index, count = shard
+    if count < 1 or not 1 <= index <= count:
+        raise AxlError(f"invalid shard {index}/{count}", hint="use --shard i/n with 1 <= i <= n")
+    return [i for i in range(total) if i % count == index - 1]
+
+
+def execute_eval(
+    definition: EvalDefinition,
+    runtime: Any = None,
+    *,
+    execute_workflow: Callable[[Any, Any], Any] | None = None,
+    concurrency: int | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel_event: threading.Event | None = None,
+    capture: CaptureSink | None = None,
+    shard: tuple[int, int] | None = None,
+    result_id: str | None = None,
+) -> dict[str, Any]:
+    """Run ``definition`` and return the result as ordered wire data (see :func:`run_eval`)."""
+    limit = definition.fail_on_item_error_rate
+    if limit is None:
+        limit = DEFAULT_ITEM_ERROR_RATE_LIMIT
+    if not is_error_rate_limit(limit):
+        raise ItemErrorRateError(
+            f"invalid fail_on_item_error_rate {limit!r}: expected a number in [0, 1]",
+            hint="1 disables the item error-rate gate",
+        )
+    admission = (
+        AdmissionController(parse_budget(definition.budget)) if definition.budget is not None else None
+    )
+    workflow = execute_workflow or definition.execute_workflow
+    if workflow is None:
+        raise AxlError(
+            f"eval {definition.workflow!r} has no execute_workflow",
+            hint="pass execute_workflow= to define_eval",
+        )
+    runtime = runtime if runtime is not None else Runtime()
+    instrumented = bool(getattr(runtime, "instrumented", True))
+    tracker: Callable[..., TrackResult[Any]] = track if instrumented else _track_uninstrumented
+    cancel = cancel_event or threading.Event()
+    result_id = result_id or str(uuid.uuid4())
+    started = time.perf_counter()
+
+    dataset_items = definition.dataset.get_items()
+    chosen = shard_indices(len(dataset_items), shard)
+    items_in = [dataset_items[i] for i in chosen]
+    scorers = list(definition.scorers)
+    env = ScoringEnv(
+        runtime=runtime,
+        instrumented=instrumented,
+        cancel_event=cancel,
+        admission=admission,
+        scorer_concurrency=definition.scorer_concurrency,
+        track_scope=tracker,
+        capturing=capture is not None,
+    )
+    state = _RunState(total=len(items_in), on_progress=on_progress)
+    results: list[dict[str, Any] | None] = [None] * len(items_in)
+
+    def process(index: int) -> None:
+        results[index] = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
+        state.item_done(index)
+
+    run_scope = tracker(
+        lambda: run_pool(
+            len(items_in),
+            concurrency if concurrency is not None else definition.concurrency,
+            process,
+        ),
+        admission=admission,
+        capture=capture,
+    )
+    if run_scope.status == "rejected":
+        assert run_scope.error is not None
+        raise run_scope.error
+    items = [r for r in results if r is not None]
+
+    accounting: dict[str, Any] = dict(run_scope.accounting)
+    accounting["scope"] = "run"
+    if admission is not None:
+        accounting["budget"] = admission.snapshot()
+    if state.caller_cost_items or state.caller_metadata_items:
+        accounting["callerReported"] = {
+            "costItems": state.caller_cost_items,
+            "costTotal": state.caller_cost_total,
+            "metadataItems": state.caller_metadata_items,
+        }
+
+    scorer_types = {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers}
+    metadata: dict[str, Any] = dict(definition.metadata)
+    metadata["scorerTypes"] = scorer_types
+    metadata.update(build_metadata_rollups(items, definition.workflow))
+    dropped = definition.dataset.dropped_annotation_keys
+    if dropped:
+        metadata["droppedAnnotationKeys"] = dropped
+    metadata["fingerprint"] = _fingerprint(dataset_items, scorers, scorer_types)
+    if shard is not None:
+        metadata["shard"] = {"index": shard[0], "count": shard[1], "datasetItems": len(dataset_items)}
+
+    summary = build_summary(
+        items,
+        scorers,
+        model_timing(state.samples),
+        item_error_limit=float(limit),
+        scorer_error_limit=_scorer_limit(definition.fail_on_scorer_error_rate),
+    )
+    result: dict[str, Any] = {
+        "id": result_id,
+        "dataset": definition.dataset.name,
+        "metadata": metadata,
+        "timestamp": iso_now(),
+        "totalCost": accounting["knownCost"],
+    }
+    if accounting["completeness"] != "complete":
+        result["unpriced"] = True
+    result["accounting"] = accounting
+    result["duration"] = elapsed_ms(started)
+    result["items"] = items
+    result["summary"] = summary
+    if on_progress is not None:
+        on_progress({"type": "run_done", "totalItems": len(items), "failures": summary["failures"]})
+    return result
+
+
+def _scorer_limit(value: Any) -> float | None:
+    if value is None:
+        return None
+    if not is_error_rate_limit(value):
+        warn(f"[axl-eval] ignoring invalid fail_on_scorer_error_rate {value!r}, expected [0,1]")
+        return None
+    return float(value)
+
+
+def _fingerprint(
+    dataset_items: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer], scorer_types: dict[str, str]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "dataset": dataset_fingerprint((i["input"], i.get("annotations")) for i in dataset_items),
+        "datasetItems": len(dataset_items),
+        "scorers": scorer_fingerprint(scorer_types),
+        "scorerSet": dict(scorer_types),
+    }
+    judge_config = [
+        [s.name, getattr(s, "model", None), getattr(s, "system", None)] for s in scorers if s.is_llm
+    ]
+    if judge_config:
+        from axl_action.schema.fingerprint import _sha, canonical_json
+
+        out["config"] = _sha(canonical_json(judge_config))
+    return out
+
+
+def _stub(raw: Mapping[str, Any], outcome: str, error: str) -> dict[str, Any]:
+    item: dict[str, Any] = {"input": raw["input"]}
+    if "annotations" in raw:
+        item["annotations"] = raw["annotations"]
+    item.update(
+        {
+            "output": None,
+            "error": error,
+            "outcome": outcome,
+            "accounting": empty_accounting_wire(),
+            "cost": 0,
+            "scorerCost": 0,
+            "scores": {},
+        }
+    )
+    return item
+
+
+def _process_item(
+    index: int,
+    raw: Mapping[str, Any],
+    workflow: Callable[[Any, Any], Any],
+    scorers: Sequence[Scorer],
+    env: ScoringEnv,
+    state: _RunState,
+    tracker: Callable[..., TrackResult[Any]],
+) -> dict[str, Any]:
+    """Spec §5.3 for one item."""
+    admission = env.admission
+    if env.cancel_event.is_set():
+        return _stub(raw, "cancelled", "Cancelled")
+    if admission is not None and admission.closed:
+        note_closure(admission, "case")
+        return _stub(raw, "budget_skipped", "Budget exceeded")
+
+    input_ = raw["input"]
+    annotations = raw.get("annotations")
+    item: dict[str, Any] = {"input": input_}
+    if "annotations" in raw:
+        item["annotations"] = annotations
+    item["output"] = None
+    item["scores"] = {}
+    start = time.perf_counter()
+
+    def body() -> None:
+        generation = tracker(
+            lambda: workflow(input_, env.runtime),
+            purpose="generation",
+            capture_timing_samples=True,
+        )
+        item["duration"] = elapsed_ms(start)
+        if generation.timing:
+            item["timing"] = generation.timing
+        if generation.samples:
+            with state.lock:
+                for model, samples in generation.samples.items():
+                    state.samples.setdefault(model, []).extend(samples)
+        if generation.status == "rejected":
+            error = generation.error
+            assert error is not None
+            if is_admission_denial(error):
+                note_closure(admission, "operation")
+                item["outcome"] = "budget_interrupted"
+                item["error"] = "Budget interrupted"
+            elif is_abort(error):
+                item["outcome"] = "cancelled"
+                item["error"] = "Cancelled"
+            else:
+                item["outcome"] = "failed"
+                failure = describe_item_failure(error)
+                if failure is not None:
+                    item["failure"] = failure
+                item["error"] = error_message(error)
+                note_closure(admission, "case")
+            return
+        value = generation.value
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"execute_workflow must return a mapping with an output key, got {type(value).__name__}"
+            )
+        if "output" not in value:
+            raise TypeError('execute_workflow returned a mapping without an "output" key')
+        output = value["output"]
+        item["output"] = output
+        item["outcome"] = "completed"
+        report = _caller_report(value, state)
+        if report:
+            item["callerReport"] = report
+        safe = _safe_metadata(value)
+        measured = generation.metadata
+        if measured is not None or safe:
+            item["metadata"] = {**(measured or {}), **safe}
+        note_closure(admission, "case")
+        score_item(item, output, input_, annotations, scorers, env)
+
+    scope = tracker(
+        body,
+        purpose="generation",
+        capture_correlation={"caseIndex": index} if env.capturing else None,
+    )
+    if scope.status == "rejected":
+        # A broken workflow contract (not a mapping, no output): an ordinary item failure.
+        error = scope.error
+        assert error is not None
+        item.setdefault("duration", elapsed_ms(start))
+        item["outcome"] = "failed"
+        item["scores"] = {}
+        item.pop("scoreDetails", None)
+        item["error"] = error_message(error)
+    accounting = scope.accounting
+    item["accounting"] = accounting
+    item["cost"] = accounting["breakdown"]["generation"]
+    item["scorerCost"] = accounting["breakdown"]["judging"]
+    if accounting["completeness"] != "complete":
+        item["unpriced"] = True
+    return _ordered_item(item)
+
+
+_ITEM_ORDER = (
+    "input",
+    "annotations",
+    "output",
+    "scores",
+    "duration",
+    "timing",
+    "traces",
+    "outcome",
+    "failure",
+    "error",
+    "callerReport",
+    "metadata",
+    "scoreDetails",
+    "scorerErrors",
+    "accounting",
+    "cost",
+    "scorerCost",
+    "unpriced",
+    "diagnostics",
+)
+
+
+def _ordered_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {key: item[key] for key in _ITEM_ORDER if key in item}
+
+
+def _caller_report(value: Mapping[str, Any], state: _RunState) -> dict[str, Any]:
+    """Record the callback's own cost / reserved metadata claims (spec §9); never measurement."""
+    report: dict[str, Any] = {}
+    if "cost" in value:
+        cost = value["cost"]
+        if usable_cost(cost):
+            report["cost"] = cost
+            with state.lock:
+                state.caller_cost_items += 1
+                state.caller_cost_total += cost
+        else:
+            warn(
+                f"[axl-eval] ignoring invalid cost {cost!r} returned by execute_workflow "
+                "(measured spend is unaffected)"
+            )
+    metadata = value.get("metadata", None) if "metadata" in value else None
+    if "metadata" in value and type(metadata) is dict:
+        reserved = {k: v for k, v in metadata.items() if k in RESERVED_METADATA_KEYS}
+        if reserved:
+            report["metadata"] = reserved
+            with state.lock:
+                state.caller_metadata_items += 1
+    elif "metadata" in value:
+        warn(
+            f"[axl-eval] ignoring execute_workflow metadata of type {type(metadata).__name__} "
+            "(expected a plain dict)"
+        )
+    return report
+
+
+def _safe_metadata(value: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = value.get("metadata")
+    if type(metadata) is not dict:
+        return {}
+    return {k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS}
+
+
+def run_eval(
+    definition: EvalDefinition,
+    runtime: Any = None,
+    *,
+    concurrency: int | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel_event: threading.Event | None = None,
+    capture: CaptureSink | None = None,
+    scorers_filter: Sequence[str] | None = None,
+    shard: tuple[int, int] | None = None,
+) -> Any:
+    """Run an eval and return its :class:`~axl_action.schema.EvalResult`.
+
+    ``runtime`` defaults to a fresh :class:`Runtime`. ``concurrency`` overrides the
+    definition's. ``cancel_event`` stops starting new items and scorers once set (items not
+    started become ``cancelled``). ``scorers_filter`` keeps only the named scorers (eval-file
+    order) and stamps ``metadata.scorerFiltered`` / ``scorersRun``. ``shard=(i, n)`` runs the
+    items with ``index % n == i - 1`` and stamps ``metadata.shard``.
+    """
+    from axl_action.schema import EvalResult
+
+    definition = apply_scorer_filter(definition, scorers_filter)
+    wire = execute_eval(
+        definition,
+        runtime,
+        concurrency=concurrency,
+        on_progress=on_progress,
+        cancel_event=cancel_event,
+        capture=capture,
+        shard=shard,
+    )
+    if scorers_filter is not None:
+        stamp_scorer_filter(wire, definition)
+    return EvalResult.model_validate(wire)
+
+
+def apply_scorer_filter(definition: EvalDefinition, names: Sequence[str] | None) -> EvalDefinition:
+    """Keep only the named scorers, in eval-file order; unknown names raise ``UsageError``."""
+    if names is None:
+        return definition
+    from dataclasses import replace
+
+    from axl_action.errors import UsageError
+
+    available = [s.name for s in definition.scorers]
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise UsageError(
+            f"--scorers: unknown scorer(s): {', '.join(unknown)}. Available: {', '.join(available)}"
+        )
+    kept = [s for s in definition.scorers if s.name in names]
+    if not kept:
+        raise UsageError("--scorers matched no scorers.")
+    return replace(definition, scorers=kept)
+
+
+def stamp_scorer_filter(result: dict[str, Any], definition: EvalDefinition) -> None:
+    """``metadata.scorerFiltered`` + ``scorersRun`` for a ``--scorers`` subset run."""
+    result["metadata"]["scorerFiltered"] = True
+    result["metadata"]["scorersRun"] = [s.name for s in definition.scorers]

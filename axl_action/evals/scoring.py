@@ -1,0 +1,226 @@
+"""The scoring loop shared by runs and rescoring (spec §4.2).
+
+Scores one item's output with every scorer: pre-seeds the keys (so their order follows the
+scorer list whatever order scorers finish in), runs each scorer in its own *judging* scope,
+and classifies the result as scored / failed / skipped / cancelled / budget_skipped /
+budget_interrupted with the reference's exact ``scorerErrors`` messages.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from axl_action.evals.pool import run_pool
+from axl_action.evals.scorer import Scorer, ScorerContext
+from axl_action.runtime.admission import AdmissionController, ClosedBy
+from axl_action.runtime.scope import TrackResult, is_abort, is_admission_denial
+from axl_action.schema.numbers import describe_input, js_string, round3
+
+_MISSING = object()
+
+
+def error_message(error: BaseException) -> str:
+    """The message of a thrown value (``message`` of an ``AxlError``, else ``str``, else its type)."""
+    message = getattr(error, "message", None)
+    if not isinstance(message, str):
+        message = str(error)
+    return message or type(error).__name__
+
+
+def usable_cost(value: Any) -> bool:
+    """A finite number >= 0 (bool excluded)."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
+
+
+def elapsed_ms(start: float) -> int:
+    """Whole milliseconds since ``start`` (a ``time.perf_counter`` reading)."""
+    return round((time.perf_counter() - start) * 1000)
+
+
+@dataclass
+class ScoringEnv:
+    """What the scoring loop needs from the run."""
+
+    runtime: Any
+    """The run's runtime (handed to scorers through the context)."""
+    instrumented: bool
+    """False for a runtime without a measurement rail (spec §5.1)."""
+    cancel_event: threading.Event
+    """Set when the run is cancelled."""
+    admission: AdmissionController | None
+    """The run budget, if any."""
+    scorer_concurrency: Any
+    """Per-item scorer fan-out."""
+    track_scope: Callable[..., TrackResult[Any]]
+    """``track`` or the uninstrumented stand-in."""
+    capturing: bool = False
+    """Stamp ``{scorer}`` capture correlation on judge scopes."""
+
+
+def note_closure(admission: AdmissionController | None, observer: ClosedBy) -> None:
+    """Record who first saw the budget closed (spec §8.3)."""
+    if admission is not None and admission.closed:
+        admission.note_closure(observer)
+
+
+def score_item(
+    item: dict[str, Any],
+    output: Any,
+    input_: Any,
+    annotations: Any,
+    scorers: Sequence[Scorer],
+    env: ScoringEnv,
+) -> None:
+    """Fill ``scores``, ``scoreDetails`` and ``scorerErrors`` of ``item`` in place."""
+    scores: dict[str, Any] = {}
+    details: dict[str, dict[str, Any]] = {}
+    for s in scorers:
+        scores[s.name] = None
+        details[s.name] = {"score": None, "outcome": "cancelled"}
+    item["scores"] = scores
+    item["scoreDetails"] = details
+    errors: list[str | None] = [None] * len(scorers)
+    context = ScorerContext(runtime=env.runtime, cancel_event=env.cancel_event)
+
+    def run_one(index: int) -> None:
+        s = scorers[index]
+        detail, error, score = _score_one(s, output, input_, annotations, context, env)
+        details[s.name] = detail
+        scores[s.name] = score
+        errors[index] = error
+
+    # Deterministic scorers are CPU-bound Python: a thread pool would only add overhead.
+    fan_out = env.scorer_concurrency if any(s.is_llm for s in scorers) else 1
+    run_pool(len(scorers), fan_out, run_one, name="axl-eval-scorer")
+    collected = [e for e in errors if e is not None]
+    if collected:
+        item["scorerErrors"] = collected
+
+
+def _score_one(
+    s: Scorer,
+    output: Any,
+    input_: Any,
+    annotations: Any,
+    context: ScorerContext,
+    env: ScoringEnv,
+) -> tuple[dict[str, Any], str | None, float | None]:
+    """One scorer -> (detail, scorerErrors entry or None, rounded score or None)."""
+    if env.cancel_event.is_set():
+        return {"score": None, "outcome": "cancelled"}, None, None
+    if s.is_llm and env.admission is not None and env.admission.closed:
+        return {"score": None, "outcome": "budget_skipped"}, None, None
+    start = time.perf_counter()
+    if s.applies is not None:
+        try:
+            applies = s.call_applies(output, input_, annotations)
+        except Exception as exc:
+            return (
+                {"score": None, "duration": elapsed_ms(start), "outcome": "failed"},
+                f'Scorer "{s.name}" threw: {error_message(exc)}',
+                None,
+            )
+        if not applies:
+            return {"score": None, "skipped": True, "outcome": "skipped"}, None, None
+
+    result = env.track_scope(
+        lambda: s.call_score(output, input_, annotations, context),
+        purpose="judging",
+        capture_correlation={"scorer": s.name} if env.capturing else None,
+    )
+    duration = elapsed_ms(start)
+
+    def with_cost(detail: dict[str, Any], caller_cost: Any) -> dict[str, Any]:
+        if result.measured:
+            detail["accounting"] = result.accounting
+            detail["cost"] = result.accounting["knownCost"]
+        elif not env.instrumented and usable_cost(caller_cost):
+            detail["cost"] = caller_cost
+        return detail
+
+    if result.status == "rejected":
+        error = result.error
+        if is_abort(error):
+            return (
+                with_cost({"score": None, "duration": duration}, None) | {"outcome": "cancelled"},
+                None,
+                None,
+            )
+        if is_admission_denial(error):
+            note_closure(env.admission, "operation")
+            return (
+                with_cost({"score": None, "duration": duration}, None) | {"outcome": "budget_interrupted"},
+                None,
+                None,
+            )
+        assert error is not None
+        detail = with_cost({"score": None, "duration": duration}, getattr(error, "cost", None))
+        detail["outcome"] = "failed"
+        note_closure(env.admission, "scorer")
+        return detail, f'Scorer "{s.name}" threw: {error_message(error)}', None
+
+    try:
+        detail, message, score = _classify(s, result.value, input_, duration, with_cost)
+    except Exception as exc:
+        detail = {"score": None, "duration": duration}
+        if result.measured:
+            detail["accounting"] = result.accounting
+        detail["outcome"] = "failed"
+        detail, message, score = detail, f'Scorer "{s.name}" threw: {error_message(exc)}', None
+    note_closure(env.admission, "scorer")
+    return detail, message, score
+
+
+def _classify(
+    s: Scorer,
+    value: Any,
+    input_: Any,
+    duration: int,
+    with_cost: Callable[[dict[str, Any], Any], dict[str, Any]],
+) -> tuple[dict[str, Any], str | None, float | None]:
+    if value is None:
+        raise TypeError("score() returned None")
+    raw_score: Any
+    metadata: Any = None
+    caller_cost: Any = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raw_score = value
+    elif isinstance(value, dict):
+        raw_score = value.get("score", _MISSING)
+        metadata = value.get("metadata")
+        caller_cost = value.get("cost")
+    else:
+        raw_score = getattr(value, "score", _MISSING)
+        metadata = getattr(value, "metadata", None)
+        caller_cost = getattr(value, "cost", None)
+    detail: dict[str, Any] = {"score": None}
+    if metadata:
+        detail["metadata"] = metadata
+    detail["duration"] = duration
+    valid = (
+        isinstance(raw_score, int | float)
+        and not isinstance(raw_score, bool)
+        and math.isfinite(raw_score)
+        and 0 <= raw_score <= 1
+    )
+    if not valid:
+        shown = "undefined" if raw_score is _MISSING else js_string(raw_score)
+        with_cost(detail, caller_cost)
+        detail["outcome"] = "failed"
+        return (
+            detail,
+            f'Scorer "{s.name}" returned out-of-range score {shown} for input {describe_input(input_)}',
+            None,
+        )
+    rounded = round3(float(raw_score)) + 0.0
+    detail["score"] = rounded
+    with_cost(detail, caller_cost)
+    detail["outcome"] = "scored"
+    return detail, None, rounded
