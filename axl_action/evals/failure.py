@@ -14,11 +14,9 @@ def _name(node: BaseException) -> str:
 
 
 def _provider_like(node: BaseException) -> bool:
-    try:
-        from axl_action.providers.errors import ProviderError
-    except ImportError:  # pragma: no cover - providers always ship with the package
-        ProviderError = ()  # type: ignore[assignment,misc]
-    if ProviderError and isinstance(node, ProviderError):
+    from axl_action.providers.errors import ProviderError
+
+    if isinstance(node, ProviderError):
         return True
     return getattr(node, "code", None) == "PROVIDER_ERROR" and _name(node) == "ProviderError"
 
