@@ -1,0 +1,388 @@
+"""The result of comparing two eval runs, and the verdicts of the gates applied to it.
+
+``Comparison`` mirrors the TypeScript ``EvalComparison`` (``evalCompare`` in ``@axlsdk/eval``
+0.24): ``to_wire()`` emits the same camelCase keys in the same order, leaving out the keys TS
+leaves ``undefined`` and writing ``null`` only where TS does (``cost.deltaPercent`` for a $0
+baseline). Fields marked *extra* are ours; they follow the TS keys in each object.
+
+``GateReport`` is what the console, the report renderer and the Action read to decide the
+exit code: an ordered list of named gates, each with a limit, an observed value, a status and
+a sentence explaining it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
+"""Per-scorer verdict: ``regressed``/``improved`` = significant in the TS sense (CI excludes 0
+and |mean difference| >= threshold; with ``--holm`` also Holm-significant); ``unchanged`` = the
+whole CI lies inside [-threshold, +threshold]; ``inconclusive`` = anything else (the CI
+straddles a threshold, or fewer than two paired samples)."""
+
+ThresholdSource = Literal["global", "override", "llm", "deterministic", "legacy"]
+"""Where a scorer's threshold came from (spec §2.4): ``--threshold V``, ``--threshold name=V``,
+the LLM default 0.05, the deterministic default 0, or the legacy 0.1 (baseline lacks
+``scorerTypes`` for this scorer)."""
+
+GateName = Literal["budget", "item-error-rate", "scorer-error-rate", "regressions", "cost", "compatibility"]
+GateStatus = Literal["pass", "fail", "warn", "refused", "skipped"]
+"""``pass``: checked and fine. ``fail``: checked and over the limit (exit 1). ``refused``: the
+comparison cannot be trusted enough to judge (exit 1, printed as "Refusing to gate"). ``warn``:
+worth reading, never changes the exit code. ``skipped``: not enabled or nothing to check."""
+
+
+class WireModel(BaseModel):
+    """Base: snake_case in Python, camelCase on the wire; ``None`` means absent unless listed."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False)
+
+    # Fields whose None is written as JSON null instead of being left out.
+    _nullable_on_wire: ClassVar[frozenset[str]] = frozenset()
+
+    def to_wire(self) -> dict[str, Any]:
+        """JSON-ready dict in TS key order (declaration order), None fields omitted."""
+        out: dict[str, Any] = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value is None and name not in self._nullable_on_wire:
+                continue
+            out[field.alias or name] = _wire(value)
+        return out
+
+
+def _wire(value: Any) -> Any:
+    if isinstance(value, WireModel):
+        return value.to_wire()
+    if isinstance(value, dict):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wire(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------- sides
+
+
+class PartialBatch(WireModel):
+    """A side that came from a ``--runs N`` batch that stopped early (spec §2.13)."""
+
+    completed: int
+    """Runs present in the file."""
+    attempted: int
+    """Runs the batch set out to do (``metadata.batchAttempted``)."""
+
+
+class SideInfo(WireModel):
+    """Identity of one side of the comparison."""
+
+    id: str
+    """``id`` of the side's first run."""
+    metadata: dict[str, Any]
+    """``metadata`` of the side's first run, passed through untouched."""
+    run_count: int
+    """Runs compared (the common run count after truncation; same on both sides)."""
+    partial: PartialBatch | None = None
+    """Present when the file holds fewer runs than its batch attempted."""
+    runs_available: int | None = None
+    """*extra*: runs in the file before truncation to the common run count."""
+
+
+# ---------------------------------------------------------------- scorers
+
+
+class ConfidenceInterval(WireModel):
+    """Paired bootstrap percentile CI of the mean score difference (candidate - baseline)."""
+
+    lower: float
+    """Lower bound, 4 decimals."""
+    upper: float | None
+    """Upper bound, 4 decimals (None only with a single resample, as in TS)."""
+
+    _nullable_on_wire: ClassVar[frozenset[str]] = frozenset({"upper"})
+
+
+class ScorerComparison(WireModel):
+    """Per-scorer block. TS keys first (spec §2.6-2.8), then our extras."""
+
+    baseline_mean: float
+    """Mean over baseline runs of each run's summary mean, 3 decimals."""
+    candidate_mean: float
+    """Same for the candidate."""
+    delta: float
+    """round3(candidate mean - baseline mean) of the unrounded means."""
+    delta_percent: float
+    """Delta as % of the baseline mean (3 decimals); 0 when the baseline mean is <= 0."""
+    baseline_scored: int
+    """Baseline items with a score, summed over runs."""
+    baseline_failed: int
+    """Baseline items whose scorer failed (threw / invalid score)."""
+    candidate_scored: int
+    """Candidate items with a score."""
+    candidate_failed: int
+    """Candidate items whose scorer failed."""
+    baseline_skipped: int
+    """Baseline items the scorer did not apply to (N/A)."""
+    candidate_skipped: int
+    """Candidate items the scorer did not apply to (N/A)."""
+    n: int
+    """Paired differences (items scored on both sides, neither side errored), pooled over runs."""
+    ci: ConfidenceInterval | None = None
+    """Bootstrap CI; present iff n >= 2."""
+    p_regression: float | None = None
+    """Share of resample means < 0 (4 decimals); present iff n >= 2."""
+    p_improvement: float | None = None
+    """Share of resample means > 0 (4 decimals); present iff n >= 2."""
+    significant: bool | None = None
+    """TS rule: CI excludes 0 and |bootstrap mean| >= threshold; present iff n >= 2."""
+    # ---- extras
+    threshold: float
+    """*extra*: the threshold used for this scorer (spec §2.4). NaN when the flag was garbage."""
+    threshold_source: ThresholdSource
+    """*extra*: where the threshold came from."""
+    scorer_type: Literal["llm", "deterministic", "unknown"]
+    """*extra*: the baseline's ``metadata.scorerTypes`` entry (``unknown`` when absent)."""
+    mean_difference: float | None = None
+    """*extra*: mean of the paired differences (4 decimals), the CI's centre; iff n >= 2."""
+    verdict: Verdict
+    """*extra*: regressed / improved / unchanged / inconclusive (see ``Verdict``)."""
+    mde: float | None = None
+    """*extra*: minimum detectable effect at this n: (z(1-alpha/2) + z(0.8)) * sd(diffs) / sqrt(n),
+    i.e. the smallest true mean difference a two-sided paired test at this alpha would detect
+    with 80% power (normal approximation, sample sd with n-1). Rounded to 4 decimals; iff n >= 2."""
+    p_value: float | None = None
+    """*extra*: two-sided bootstrap p-value, 2 * (min(#means <= 0, #means >= 0) + 1) / (R + 1),
+    capped at 1 (the +1 keeps it from claiming p = 0 from finitely many resamples); iff n >= 2."""
+    holm_p_value: float | None = None
+    """*extra*: Holm-adjusted p-value across the scorers that have a CI; only with ``--holm``."""
+    holm_significant: bool | None = None
+    """*extra*: ``significant`` and Holm rejects at alpha; only with ``--holm``."""
+
+
+# ---------------------------------------------------------------- items, timing, cost
+
+
+class ItemChange(WireModel):
+    """One (item, scorer) pair whose averaged score moved by more than the threshold."""
+
+    item_index: int
+    """Index of the item in the baseline's first run."""
+    input: Any
+    """The baseline item's input."""
+    scorer: str
+    """Scorer name."""
+    baseline_score: float
+    """Baseline score averaged over runs, 3 decimals."""
+    candidate_score: float
+    """Candidate score averaged over runs, 3 decimals."""
+    delta: float
+    """round3(candidate - baseline)."""
+    candidate_index: int | None = None
+    """*extra*: index of the matched candidate item when items were matched by key and it differs."""
+    key: str | None = None
+    """*extra*: the item key used for matching (only when matching by key)."""
+
+
+class TimingComparison(WireModel):
+    """Mean workflow time per item (ms), averaged over runs that have timing."""
+
+    baseline_mean: float
+    """Baseline mean (ms, 3 decimals)."""
+    candidate_mean: float
+    """Candidate mean (ms, 3 decimals)."""
+    delta: float
+    """Candidate - baseline (ms, 3 decimals)."""
+    delta_percent: float
+    """Delta as % of the baseline (0 when the baseline is 0)."""
+
+
+class CostComparison(WireModel):
+    """Known spend per run (USD), averaged over the compared runs, with its certification."""
+
+    baseline_total: float
+    """Baseline known cost per run, 3 decimals."""
+    candidate_total: float
+    """Candidate known cost per run, 3 decimals."""
+    delta: float
+    """Candidate - baseline, 3 decimals."""
+    delta_percent: float | None
+    """Delta as % of the baseline; null for a $0 baseline (never 0 or Infinity)."""
+    certified: bool
+    """True when both sides measured complete spend over the same work (spec §2.11)."""
+    reason: str | None = None
+    """Why the delta is not certified; present exactly when ``certified`` is false."""
+
+    _nullable_on_wire: ClassVar[frozenset[str]] = frozenset({"delta_percent"})
+
+
+# ---------------------------------------------------------------- compatibility
+
+
+class FingerprintCheck(WireModel):
+    """One component of ``metadata.fingerprint`` compared across sides."""
+
+    status: Literal["same", "changed", "unknown"]
+    """``unknown`` when either side lacks the value (TS or legacy result)."""
+    baseline: Any = None
+    """Baseline value (hash, count or version), if any."""
+    candidate: Any = None
+    """Candidate value, if any."""
+
+
+class ScorerSetCheck(WireModel):
+    """Scorer names/types/definitions compared across sides."""
+
+    status: Literal["same", "changed", "unknown"]
+    """``changed`` when names, types or the scorer-definition hash differ."""
+    added: list[str] = Field(default_factory=list)
+    """Scorers only the candidate has."""
+    removed: list[str] = Field(default_factory=list)
+    """Scorers only the baseline has."""
+    type_changed: dict[str, list[str]] = Field(default_factory=dict)
+    """name -> [baseline type, candidate type] where the type differs."""
+    definitions_changed: bool = False
+    """Same names and types, but the scorer-definition hash differs (prompt/code changed)."""
+
+
+class ItemAlignment(WireModel):
+    """How items were paired across sides."""
+
+    mode: Literal["position", "key"]
+    """``key``: matched by ``item_key`` (unique on both sides, and order or membership differ);
+    ``position``: matched by index like the TS reference."""
+    matched: int
+    """Item pairs compared (first run of each side)."""
+    added: list[str] = Field(default_factory=list)
+    """Keys only in the candidate (key mode)."""
+    removed: list[str] = Field(default_factory=list)
+    """Keys only in the baseline (key mode)."""
+    reordered: bool = False
+    """The common items appear in a different order (key mode)."""
+    reason: str | None = None
+    """Why position matching was used although inputs differ (e.g. duplicate keys)."""
+
+
+class Compatibility(WireModel):
+    """Is the candidate measuring the same thing as the baseline? (*extra* block)"""
+
+    status: Literal["compatible", "changed", "unknown"]
+    """``changed`` if any check changed or items were added/removed/reordered; ``unknown`` if
+    no fingerprint is available on a side and nothing observable changed."""
+    dataset: FingerprintCheck
+    """Dataset content hash."""
+    dataset_items: FingerprintCheck
+    """Dataset item count."""
+    scorers: ScorerSetCheck
+    """Scorer set."""
+    config: FingerprintCheck
+    """Eval configuration hash."""
+    pricing_version: FingerprintCheck
+    """Pricing table version used for cost accounting."""
+    items: ItemAlignment
+    """Item pairing."""
+    messages: list[str] = Field(default_factory=list)
+    """One human sentence per difference, in the order above."""
+
+
+# ---------------------------------------------------------------- the comparison
+
+
+class Comparison(WireModel):
+    """Everything ``compare_results`` computes (pure; gates are applied separately)."""
+
+    baseline: SideInfo
+    """Baseline identity."""
+    candidate: SideInfo
+    """Candidate identity."""
+    scorers: dict[str, ScorerComparison]
+    """Per-scorer blocks keyed by name, ascending."""
+    timing: TimingComparison | None = None
+    """Absent unless both sides have timing."""
+    cost: CostComparison | None = None
+    """Absent when neither side has spend nor accounting (spec §2.11)."""
+    regressions: list[ItemChange]
+    """Item-level drops beyond the threshold, by item index then scorer."""
+    improvements: list[ItemChange]
+    """Item-level gains beyond the threshold."""
+    summary: str
+    """One-line summary (spec §2.12)."""
+    # ---- extras
+    seed: int
+    """*extra*: bootstrap seed used (random unless given; pass it back with --seed to replay)."""
+    resamples: int
+    """*extra*: bootstrap resamples."""
+    alpha: float
+    """*extra*: two-sided CI level is 1 - alpha."""
+    holm: bool
+    """*extra*: whether Holm correction was applied to the verdicts."""
+    stable: int
+    """*extra*: the CLI's Stable count, max(0, items in baseline run 1 - regressions - improvements)."""
+    compatibility: Compatibility
+    """*extra*: fingerprint and item-alignment checks."""
+
+
+# ---------------------------------------------------------------- gates
+
+
+class ItemErrorRate(WireModel):
+    """Item error rate of one run of one side (spec §4.2)."""
+
+    side: Literal["baseline", "candidate"]
+    """Which side."""
+    run_index: int
+    """0-based run index."""
+    run_id: str
+    """The run's id."""
+    legacy: bool
+    """Derived from items (pre-0.24 artifact without coverage)."""
+    failed: int
+    """Items that failed in the workflow."""
+    attempted: int
+    """Items attempted (count minus cancelled and budget-stopped)."""
+    rate: float
+    """failed / attempted (0 when nothing was attempted), unrounded."""
+    limit: float
+    """The limit applied."""
+    exceeded: bool
+    """rate > limit and attempted > 0."""
+
+
+class Gate(WireModel):
+    """One gate's verdict."""
+
+    name: GateName
+    """Gate name."""
+    status: GateStatus
+    """Outcome (see ``GateStatus``)."""
+    limit: float | None = None
+    """The configured limit (rate in [0, 1], or % for cost), if any."""
+    observed: float | None = None
+    """The value judged against the limit (worst rate, cost delta %, ...), if any."""
+    message: str
+    """One sentence: what was checked, what was found, how to change it."""
+    details: list[str] = Field(default_factory=list)
+    """Further lines (per-run warnings, per-scorer notes) in print order."""
+
+
+class GateReport(WireModel):
+    """All gates, in the order they are evaluated and printed."""
+
+    gates: list[Gate]
+    """Budget, item-error-rate, scorer-error-rate, regressions, cost, compatibility."""
+    item_rates: list[ItemErrorRate] = Field(default_factory=list)
+    """Per-run item error rates behind the item-error-rate gate."""
+
+    @property
+    def failed(self) -> bool:
+        """True when any gate failed or refused (the compare exit code is then 1)."""
+        return any(g.status in ("fail", "refused") for g in self.gates)
+
+    def gate(self, name: GateName) -> Gate:
+        """The gate with this name."""
+        for g in self.gates:
+            if g.name == name:
+                return g
+        raise KeyError(name)

@@ -1,0 +1,193 @@
+"""The reference bootstrap's xorshift32 generator, vectorised with numpy.
+
+The TypeScript package seeds its bootstrap with a small xorshift32 whose right shift is the
+*arithmetic* shift of a signed 32-bit value (``state >> 17`` in JS), not the textbook logical
+shift. Reproducing its values exactly therefore means reproducing that stream bit for bit.
+
+A scalar Python loop over 10^8 draws (1,000 resamples of 100,000 paired items) would take
+minutes, so the stream is produced in parallel: the generator is linear over GF(2) (every
+step is a fixed 32x32 bit matrix, the arithmetic shift included, since it only copies the
+sign bit), so the state ``p`` steps ahead is ``A^p`` applied to the current one. We jump to
+``K`` evenly spaced starting points with precomputed powers of ``A`` and then step all ``K``
+lanes together; the lanes, laid side by side, are exactly the sequential stream.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import numpy.typing as npt
+
+U32 = npt.NDArray[np.uint32]
+
+_MASK = 0xFFFFFFFF
+
+# A linear map on 32-bit words, stored as the images of the 32 unit vectors (column i = f(1 << i)).
+Columns = tuple[int, ...]
+
+
+def seed_state(seed: int) -> int:
+    """JS ``seed | 0 || 1``: wrap to int32, replace 0 by 1; returned as the unsigned bit pattern."""
+    state = seed & _MASK
+    return state if state != 0 else 1
+
+
+def step(state: int) -> int:
+    """One xorshift32 step on an unsigned 32-bit pattern, with the reference's signed shifts."""
+    state ^= (state << 13) & _MASK
+    # Arithmetic shift of the signed value: the sign bit is copied into the vacated top bits.
+    shifted = state >> 17
+    if state & 0x80000000:
+        shifted |= 0xFFFF8000
+    state ^= shifted
+    state ^= (state << 5) & _MASK
+    return state
+
+
+def stream(seed: int, count: int) -> list[float]:
+    """The first ``count`` values in [0, 1) the reference generator returns for ``seed`` (scalar)."""
+    state = seed_state(seed)
+    out: list[float] = []
+    for _ in range(count):
+        state = step(state)
+        out.append(state / 4294967296.0)
+    return out
+
+
+def _step_columns() -> Columns:
+    return tuple(step(1 << i) for i in range(32))
+
+
+def _apply(cols: Columns, x: int) -> int:
+    out = 0
+    i = 0
+    while x:
+        if x & 1:
+            out ^= cols[i]
+        x >>= 1
+        i += 1
+    return out
+
+
+def _compose(f: Columns, g: Columns) -> Columns:
+    """f after g."""
+    return tuple(_apply(f, c) for c in g)
+
+
+_IDENTITY: Columns = tuple(1 << i for i in range(32))
+_STEP: Columns = _step_columns()
+
+
+@functools.lru_cache(maxsize=128)
+def jump_columns(steps: int) -> Columns:
+    """The linear map that advances the generator by ``steps`` steps (square-and-multiply)."""
+    result = _IDENTITY
+    base = _STEP
+    while steps:
+        if steps & 1:
+            result = _compose(base, result)
+        base = _compose(base, base)
+        steps >>= 1
+    return result
+
+
+def apply_jump(cols: Columns, state: int) -> int:
+    """Apply a map from :func:`jump_columns` to one state."""
+    return _apply(cols, state)
+
+
+def jump(state: int, steps: int) -> int:
+    """The state ``steps`` steps after ``state``."""
+    return _apply(jump_columns(steps), state)
+
+
+@functools.lru_cache(maxsize=128)
+def jump_tables(steps: int) -> npt.NDArray[np.uint32]:
+    """Byte lookup tables of the ``steps``-step jump, for applying it to many states at once."""
+    return _byte_tables(jump_columns(steps))
+
+
+def _byte_tables(cols: Columns) -> npt.NDArray[np.uint32]:
+    # f(x) = T0[x & 255] ^ T1[(x >> 8) & 255] ^ T2[(x >> 16) & 255] ^ T3[x >> 24]
+    tables = np.zeros((4, 256), dtype=np.uint32)
+    for b in range(4):
+        for v in range(256):
+            tables[b, v] = _apply(cols, v << (8 * b))
+    return tables
+
+
+def _apply_vec(tables: npt.NDArray[np.uint32], x: U32) -> U32:
+    out: U32 = tables[0][x & 0xFF]
+    out ^= tables[1][(x >> 8) & 0xFF]
+    out ^= tables[2][(x >> 16) & 0xFF]
+    out ^= tables[3][x >> 24]
+    return out
+
+
+def _step_vec(x: U32) -> None:
+    """Advance every lane one step, in place."""
+    x ^= x << np.uint32(13)
+    x ^= (x.view(np.int32) >> np.int32(17)).view(np.uint32)
+    x ^= x << np.uint32(5)
+
+
+class Xorshift32Stream:
+    """Sequential reader of the reference stream that hands out large blocks at once.
+
+    ``take(m)`` returns the next ``m`` raw 32-bit outputs (the value in [0, 1) is ``u / 2**32``)
+    exactly as ``m`` consecutive calls of the reference generator would.
+    """
+
+    _LANE_STEPS = 256
+
+    def __init__(self, seed: int) -> None:
+        self._state = seed_state(seed)  # state *before* the next output
+        self._block: U32 | None = None
+
+    @property
+    def state(self) -> int:
+        """The generator state before the next output (the last output, once one was taken)."""
+        return self._state
+
+    def reset(self, state: int) -> None:
+        """Continue from a raw state (e.g. one computed with :func:`jump`), keeping the buffers."""
+        self._state = state & _MASK
+
+    def take(self, count: int, out: U32 | None = None) -> U32:
+        """The next ``count`` outputs, written into ``out`` (a reusable buffer) when given."""
+        if out is None:
+            out = np.empty(count, dtype=np.uint32)
+        else:
+            out = out[:count]
+        if count <= 0:
+            return out
+        if count <= 64:
+            state = self._state
+            for i in range(count):
+                state = step(state)
+                out[i] = state
+            self._state = state
+            return out
+        lane_steps = min(self._LANE_STEPS, count)
+        lanes = -(-count // lane_steps)
+        # Lane k starts at offset k * lane_steps; build the starts by doubling.
+        starts = np.array([self._state], dtype=np.uint32)
+        span = lane_steps
+        while len(starts) < lanes:
+            starts = np.concatenate([starts, _apply_vec(jump_tables(span), starts)])
+            span *= 2
+        x = starts[:lanes].copy()
+        block = self._block
+        if block is None or block.shape != (lane_steps, lanes):
+            block = self._block = np.empty((lane_steps, lanes), dtype=np.uint32)
+        for s in range(lane_steps):
+            _step_vec(x)
+            block[s] = x
+        # Lane k holds positions k*lane_steps .. k*lane_steps + lane_steps - 1.
+        full, rest = divmod(count, lane_steps)
+        out[: full * lane_steps].reshape(full, lane_steps)[...] = block[:, :full].T
+        if rest:
+            out[full * lane_steps :] = block[:rest, full]
+        self._state = int(out[-1])
+        return out
