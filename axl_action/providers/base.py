@@ -61,7 +61,7 @@ def require_env(env: Mapping[str, str], *names: str, provider: str) -> str:
     wanted = " or ".join(names)
     raise ProviderConfigError(
         f"The {provider} provider needs an API key but {wanted} is not set",
-        hint=f"export {names[0]}=... (or pass it as a secret to the action)",
+        hint=f"set {names[0]} in the environment, e.g. from a repository secret",
     )
 
 
