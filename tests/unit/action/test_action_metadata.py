@@ -1,0 +1,108 @@
+"""action.yml, the Dockerfile and the release workflow stay in step with the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from axl_action.action.modes import resolve_mode
+from axl_action.action.outputs import OUTPUT_NAMES, ActionOutputs
+from axl_action.action.settings import INPUT_NAMES, ActionSettings, read_settings
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _action() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    return data
+
+
+def test_every_input_is_read_by_the_settings_model_and_vice_versa() -> None:
+    declared = list(_action()["inputs"])
+    assert declared == list(INPUT_NAMES)
+
+
+def test_action_yml_defaults_parse_to_the_model_defaults() -> None:
+    inputs = _action()["inputs"]
+    env = {f"INPUT_{name.upper()}": str(spec.get("default", "")) for name, spec in inputs.items()}
+    assert inputs["github-token"]["default"] == "${{ github.token }}"
+    env["INPUT_GITHUB-TOKEN"] = ""
+    env["INPUT_EVALS"] = "evals/"
+    assert read_settings(env) == ActionSettings(evals=("evals/",))
+    for name, spec in inputs.items():
+        assert spec.get("description", "").strip(), f"input {name} has no description"
+        assert spec.get("required") is False, f"input {name}: required: true is not enforced by the runner"
+
+
+def test_every_output_is_written_and_declared() -> None:
+    declared = list(_action()["outputs"])
+    assert declared == list(OUTPUT_NAMES)
+    assert list(ActionOutputs().as_outputs()) == declared
+    for name, spec in _action()["outputs"].items():
+        assert spec.get("description", "").strip(), f"output {name} has no description"
+
+
+def test_output_values_are_runner_friendly() -> None:
+    out = ActionOutputs(verdict="pass", cost=0.1234567, cost_delta=-0.0, cost_certified=True, regressions=2)
+    values = out.as_outputs()
+    assert values["cost"] == "0.123457"
+    assert values["cost-delta"] == "0"
+    assert values["cost-certified"] == "true"
+    assert values["regressions"] == "2"
+    assert values["comment-url"] == "" and values["item-error-rate"] == ""
+    assert ActionOutputs(cost=float("nan")).as_outputs()["cost"] == ""
+
+
+def test_docker_action_metadata() -> None:
+    action = _action()
+    assert action["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert action["branding"]["icon"] and action["branding"]["color"]
+    # release.yml rewrites exactly this line to the published image.
+    assert "\n  image: Dockerfile\n" in (ROOT / "action.yml").read_text(encoding="utf-8")
+    release = (ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8")
+    assert "s|^  image: Dockerfile$|  image: docker://$IMAGE_REF|" in release
+
+
+def test_dockerfile_installs_like_the_readme_quick_start() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    runs = re.findall(r"^RUN (.+)$", dockerfile, flags=re.MULTILINE)
+    assert runs == ["pip install ."]
+    assert re.search(r"^FROM python:3\.11\.\d+-slim-bookworm$", dockerfile, flags=re.MULTILINE)
+    assert 'ENTRYPOINT ["/usr/local/bin/axl-eval-action"]' in dockerfile
+    assert not re.search(r"^USER ", dockerfile, flags=re.MULTILINE)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("<!-- quickstart:begin -->", 1)[1].split("<!-- quickstart:end -->", 1)[0]
+    commands = [
+        line.strip()
+        for line in quick.splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", "```", "<!--")) and "pip" in line
+    ]
+    if commands:  # the quick start is written by the lead; once it exists, its install step must match
+        assert commands[0] == "pip install ."
+
+
+def test_auto_mode_follows_the_event() -> None:
+    def mode(event: str, ref: str = "refs/heads/main", **kw: Any) -> str:
+        return resolve_mode("auto", event_name=event, ref=ref, baseline_branch="main", **kw).mode
+
+    assert mode("push") == "baseline"
+    assert mode("push", "refs/heads/feature") == "run"
+    assert mode("push", "refs/tags/v1") == "run"
+    assert mode("pull_request", "refs/pull/7/merge") == "compare"
+    assert mode("pull_request_target") == "compare"
+    assert mode("merge_group", "refs/heads/gh-readonly-queue/main/pr-1") == "compare"
+    assert mode("workflow_run") == "comment"
+    assert mode("schedule") == "run"
+    assert mode("pull_request", sharded=True) == "shard"
+    assert (
+        resolve_mode("comment", event_name="push", ref="", baseline_branch=None, sharded=True).mode
+        == "comment"
+    )
+    assert (
+        resolve_mode("compare", event_name="push", ref="refs/heads/main", baseline_branch="main").mode
+        == "compare"
+    )
+    assert resolve_mode("auto", event_name="push", ref="refs/heads/main", baseline_branch=None).mode == "run"
