@@ -1,0 +1,158 @@
+"""Produce the candidate's results file: run eval files, run the user's command, or take files.
+
+This is the default ``run_evals`` the entrypoint hands to the orchestrator. It goes through the
+``axl-eval`` command modules (``run``, ``merge``) with an argv, the same interface a user has,
+so the action and the CLI can never disagree about what a flag means.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from axl_action.action.settings import ActionSettings
+from axl_action.errors import ActionInputError, AxlError
+
+OUTPUT_ENV = "AXL_EVAL_OUTPUT"
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Everything needed to produce one results file."""
+
+    source: Literal["evals", "command", "results"]
+    """Where results come from."""
+    workdir: Path
+    """Directory the evals or the command run in (paths are relative to it)."""
+    output: Path
+    """Where the results file must end up."""
+    evals: tuple[str, ...] = ()
+    command: str | None = None
+    results: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    """Runner flags derived from the inputs (``--runs 3 --budget $1 ...``)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment for a user command."""
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """What came out: the exit code of the runner or command, and the results file if any."""
+
+    exit_code: int
+    results_path: Path | None
+    message: str | None = None
+    """Why there are no results, or what went wrong, in one sentence."""
+
+
+def runner_flags(settings: ActionSettings) -> tuple[str, ...]:
+    """The ``axl-eval run`` flags that the inputs ask for."""
+    flags: list[str] = []
+    if settings.runs != 1:
+        flags += ["--runs", str(settings.runs)]
+    if settings.budget is not None:
+        flags += ["--budget", settings.budget]
+    if settings.concurrency is not None:
+        flags += ["--concurrency", str(settings.concurrency)]
+    if settings.shard is not None:
+        flags += ["--shard", str(settings.shard)]
+    if settings.pricing is not None:
+        flags += ["--pricing", settings.pricing]
+    if settings.max_item_error_rate is not None:
+        flags += ["--max-item-error-rate", repr(settings.max_item_error_rate)]
+    if settings.capture_requests:
+        flags.append("--capture-requests")
+    return tuple(flags)
+
+
+def build_request(
+    settings: ActionSettings, *, workdir: Path, output: Path, env: Mapping[str, str]
+) -> EvalRequest:
+    """The request for ``settings``; raises ActionInputError when there is nothing to run."""
+    source = settings.source
+    if source == "none":
+        raise ActionInputError("evals", "set evals (eval files), command or results to say what to run")
+    return EvalRequest(
+        source=source,
+        workdir=workdir,
+        output=output,
+        evals=settings.evals,
+        command=settings.command,
+        results=settings.results,
+        flags=runner_flags(settings),
+        env=env,
+    )
+
+
+def run_evals(request: EvalRequest) -> EvalRun:
+    """Produce ``request.output`` (or point at an existing file); never raises for a failed run."""
+    request.output.parent.mkdir(parents=True, exist_ok=True)
+    if request.source == "results":
+        return _take_results(request)
+    if request.source == "command":
+        return _run_command(request)
+    return _run_eval_files(request)
+
+
+def _run_eval_files(request: EvalRequest) -> EvalRun:
+    argv = [*request.evals, "--output", str(request.output), *request.flags]
+    with contextlib.chdir(request.workdir):
+        try:
+            code = _cli("run", argv)
+        except AxlError as err:
+            return EvalRun(1, None, str(err))
+    if not request.output.is_file():
+        return EvalRun(code or 1, None, f"axl-eval run exited {code} without writing a results file")
+    return EvalRun(code, request.output)
+
+
+def _run_command(request: EvalRequest) -> EvalRun:
+    assert request.command is not None
+    env = {**request.env, OUTPUT_ENV: str(request.output)}
+    shell = shutil.which("bash") or "/bin/sh"
+    # The command's output goes straight to the log, like a `run:` step's.
+    proc = subprocess.run([shell, "-c", request.command], cwd=request.workdir, env=env, check=False)
+    if not request.output.is_file():
+        return EvalRun(
+            proc.returncode or 1,
+            None,
+            f"the command exited {proc.returncode} without writing a results file to ${OUTPUT_ENV} "
+            f'({request.output}); pass --output "${OUTPUT_ENV}" to it',
+        )
+    return EvalRun(proc.returncode, request.output)
+
+
+def _take_results(request: EvalRequest) -> EvalRun:
+    files: list[str] = []
+    for pattern in request.results:
+        path = pattern if os.path.isabs(pattern) else str(request.workdir / pattern)
+        matched = (
+            sorted(glob.glob(path)) if glob.has_magic(path) else ([path] if os.path.exists(path) else [])
+        )
+        if not matched:
+            return EvalRun(1, None, f"results: nothing matches {pattern!r} in {request.workdir}")
+        files += [m for m in matched if m not in files]
+    if len(files) == 1:
+        return EvalRun(0, Path(files[0]))
+    try:
+        code = _cli("merge", [*files, "--output", str(request.output)])
+    except AxlError as err:
+        return EvalRun(1, None, f"could not merge {len(files)} results files: {err}")
+    if not request.output.is_file():
+        return EvalRun(code or 1, None, f"axl-eval merge exited {code} without writing a results file")
+    return EvalRun(code, request.output)
+
+
+def _cli(command: str, argv: list[str]) -> int:
+    """Call ``axl-eval <command> argv`` in this process (imported lazily, like the dispatcher)."""
+    module = importlib.import_module(f"axl_action.cli.{command}")
+    code: int = module.run(argv)
+    return code
