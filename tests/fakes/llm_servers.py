@@ -18,8 +18,8 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -145,10 +145,16 @@ class FakeLLMServer:
         body.pop({"openai": "usage", "anthropic": "usage", "google": "usageMetadata"}[self.flavor])
         return Reply(200, body)
 
-    def error(self, status: int, message: str = "something went wrong", *, headers: dict[str, str] | None = None) -> Reply:
+    def error(
+        self, status: int, message: str = "something went wrong", *, headers: dict[str, str] | None = None
+    ) -> Reply:
         """An error in the flavor's real envelope."""
         if self.flavor == "openai":
-            kind = "rate_limit_error" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
+            kind = (
+                "rate_limit_error"
+                if status == 429
+                else ("server_error" if status >= 500 else "invalid_request_error")
+            )
             body: Any = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
         elif self.flavor == "anthropic":
             kind = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(
@@ -156,9 +162,12 @@ class FakeLLMServer:
             )
             body = {"type": "error", "error": {"type": kind, "message": message}}
         else:
-            state = {429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 500: "INTERNAL", 400: "INVALID_ARGUMENT"}.get(
-                status, "UNKNOWN"
-            )
+            state = {
+                429: "RESOURCE_EXHAUSTED",
+                503: "UNAVAILABLE",
+                500: "INTERNAL",
+                400: "INVALID_ARGUMENT",
+            }.get(status, "UNKNOWN")
             body = {"error": {"code": status, "message": message, "status": state}}
         return Reply(status, body, dict(headers or {}))
 
@@ -168,7 +177,9 @@ class FakeLLMServer:
         if retry_after is not None:
             headers["retry-after"] = f"{retry_after:g}"
         if http_date_in is not None:
-            headers["retry-after"] = format_datetime(datetime.now(UTC) + timedelta(seconds=http_date_in), usegmt=True)
+            headers["retry-after"] = format_datetime(
+                datetime.now(UTC) + timedelta(seconds=http_date_in), usegmt=True
+            )
         return self.error(429, "Rate limit reached", headers=headers)
 
     @staticmethod
@@ -192,7 +203,9 @@ class FakeLLMServer:
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
                 "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
                 "usage": usage
                 if usage is not None
                 else {
@@ -214,10 +227,17 @@ class FakeLLMServer:
                 "stop_sequence": None,
                 "usage": usage
                 if usage is not None
-                else {"input_tokens": 12, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+                else {
+                    "input_tokens": 12,
+                    "output_tokens": 5,
+                    "cache_read_input_tokens": 0,
+                    "cache_creation_input_tokens": 0,
+                },
             }
         return {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+            ],
             "usageMetadata": usage
             if usage is not None
             else {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17},
@@ -226,7 +246,9 @@ class FakeLLMServer:
         }
 
     def _request_id_header(self) -> str:
-        return {"openai": "x-request-id", "anthropic": "request-id", "google": "x-goog-request-id"}[self.flavor]
+        return {"openai": "x-request-id", "anthropic": "request-id", "google": "x-goog-request-id"}[
+            self.flavor
+        ]
 
     # --- request handling ----------------------------------------------------------------
 

@@ -8,7 +8,13 @@ import pytest
 
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.mock import MockProvider
-from axl_action.providers.redact import REDACTED, redact_headers, redact_secrets, redact_value, register_secret
+from axl_action.providers.redact import (
+    REDACTED,
+    redact_headers,
+    redact_secrets,
+    redact_value,
+    register_secret,
+)
 from axl_action.providers.registry import ProviderRegistry, parse_model_uri
 from axl_action.providers.transport import HttpTransport, RetryPolicy, describe_error_body, parse_retry_after
 
@@ -34,9 +40,11 @@ def test_missing_key_names_the_variable() -> None:
 
 
 def test_gemini_key_alias_and_base_url() -> None:
-    registry = ProviderRegistry(env={"GEMINI_API_KEY": "AIzaAlias0000000000000000000000000000", "GOOGLE_BASE_URL": "http://h:1/"})
+    registry = ProviderRegistry(
+        env={"GEMINI_API_KEY": "AIzaAlias0000000000000000000000000000", "GOOGLE_BASE_URL": "http://h:1/"}
+    )
     provider = registry.get("google")
-    assert getattr(provider, "base_url") == "http://h:1"
+    assert provider.base_url == "http://h:1"
 
 
 def test_unknown_provider_lists_known_ones_and_custom_registration_works() -> None:
@@ -69,15 +77,15 @@ def test_backoff_grows_and_is_capped() -> None:
 
 
 def test_error_body_descriptions_for_each_envelope() -> None:
-    assert describe_error_body({"error": {"message": "Bad key", "type": "invalid_request_error", "code": None}}) == (
-        "invalid_request_error: Bad key"
-    )
-    assert describe_error_body({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}) == (
-        "overloaded_error: Overloaded"
-    )
-    assert describe_error_body({"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}) == (
-        "RESOURCE_EXHAUSTED: Quota"
-    )
+    assert describe_error_body(
+        {"error": {"message": "Bad key", "type": "invalid_request_error", "code": None}}
+    ) == ("invalid_request_error: Bad key")
+    assert describe_error_body(
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    ) == ("overloaded_error: Overloaded")
+    assert describe_error_body(
+        {"error": {"code": 429, "message": "Quota", "status": "RESOURCE_EXHAUSTED"}}
+    ) == ("RESOURCE_EXHAUSTED: Quota")
     assert describe_error_body("<html>  bad\n gateway </html>") == "<html> bad gateway </html>"
     assert describe_error_body(None) == "no response body"
 
@@ -86,7 +94,13 @@ def test_provider_error_scrubs_keys_from_message_and_repr() -> None:
     key = "sk-proj-SECRETSECRETSECRET123"
     err = ProviderError(f"Incorrect API key provided: {key}", provider="openai", status=401, secrets=(key,))
     assert key not in str(err) and key not in repr(err) and key not in err.message
-    assert (err.name, err.code, err.status, err.retryable, err.requestId) == ("ProviderError", "PROVIDER_ERROR", 401, False, None)
+    assert (err.name, err.code, err.status, err.retryable, err.requestId) == (
+        "ProviderError",
+        "PROVIDER_ERROR",
+        401,
+        False,
+        None,
+    )
     custom = "gateway-token-7f3a9c"
     err2 = ProviderError(f"denied for {custom}", provider="openai", secrets=(custom,))
     assert custom not in str(err2)
@@ -99,8 +113,15 @@ def test_redaction_of_patterns_headers_and_registered_secrets() -> None:
     assert redact_secrets("https://h/v1?key=AAA&x=1") == f"https://h/v1?key={REDACTED}&x=1"
     register_secret("plain-secret-value-42")
     assert "plain-secret-value-42" not in redact_secrets("x plain-secret-value-42 y")
-    headers = redact_headers({"Authorization": "Bearer x", "X-Api-Key": "k", "x-goog-api-key": "k", "accept": "a"})
-    assert headers == {"Authorization": REDACTED, "X-Api-Key": REDACTED, "x-goog-api-key": REDACTED, "accept": "a"}
+    headers = redact_headers(
+        {"Authorization": "Bearer x", "X-Api-Key": "k", "x-goog-api-key": "k", "accept": "a"}
+    )
+    assert headers == {
+        "Authorization": REDACTED,
+        "X-Api-Key": REDACTED,
+        "x-goog-api-key": REDACTED,
+        "accept": "a",
+    }
 
 
 def test_content_redaction_keeps_shape() -> None:

@@ -14,7 +14,11 @@ KEY = "sk-test-000000000000000000000000"
 def _request(**kw: object) -> ChatRequest:
     base: dict[str, object] = {
         "model": "m-1",
-        "messages": (ChatMessage("system", "be brief"), ChatMessage("user", "hi"), ChatMessage("assistant", "yo")),
+        "messages": (
+            ChatMessage("system", "be brief"),
+            ChatMessage("user", "hi"),
+            ChatMessage("assistant", "yo"),
+        ),
     }
     base.update(kw)
     return ChatRequest(**base)  # type: ignore[arg-type]
@@ -23,8 +27,13 @@ def _request(**kw: object) -> ChatRequest:
 def test_openai_body_has_messages_options_and_provider_options_last() -> None:
     p = openai.OpenAIProvider(api_key=KEY, base_url="http://x/v1")
     body = p.build_body(
-        _request(temperature=0.2, max_tokens=50, stop=("END",), response_format={"type": "json_object"},
-                 provider_options={"temperature": 0.9, "seed": 7})
+        _request(
+            temperature=0.2,
+            max_tokens=50,
+            stop=("END",),
+            response_format={"type": "json_object"},
+            provider_options={"temperature": 0.9, "seed": 7},
+        )
     )
     assert body["messages"][0] == {"role": "system", "content": "be brief"}
     assert body["max_tokens"] == 50  # a compatible server only knows max_tokens
@@ -59,7 +68,12 @@ def test_openai_parse_reads_text_finish_and_provider_cost() -> None:
             "usage": {"prompt_tokens": 1, "completion_tokens": 2, "cost": 0.0042},
         }
     )
-    assert (reply.text, reply.model, reply.finish_reason, reply.provider_cost) == ("hello", "gpt-x", "length", 0.0042)
+    assert (reply.text, reply.model, reply.finish_reason, reply.provider_cost) == (
+        "hello",
+        "gpt-x",
+        "length",
+        0.0042,
+    )
     with pytest.raises(MalformedResponseError, match=r"choices\[0\]"):
         p.parse({"choices": []})
 
@@ -77,7 +91,12 @@ def test_anthropic_body_moves_system_out_and_requires_max_tokens() -> None:
 
 def test_anthropic_usage_adds_cache_reads_and_writes_to_input() -> None:
     usage = anthropic.parse_usage(
-        {"input_tokens": 10, "output_tokens": 7, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}
+        {
+            "input_tokens": 10,
+            "output_tokens": 7,
+            "cache_read_input_tokens": 100,
+            "cache_creation_input_tokens": 20,
+        }
     )
     assert usage == TokenUsage(input_tokens=130, output_tokens=7, cached_tokens=100, cache_write_tokens=20)
 
@@ -87,7 +106,11 @@ def test_anthropic_parse_joins_text_blocks_only() -> None:
     reply = p.parse(
         {
             "model": "claude-x",
-            "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "content": [
+                {"type": "thinking", "thinking": "hmm"},
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "b"},
+            ],
             "stop_reason": "end_turn",
             "usage": {"input_tokens": 1, "output_tokens": 1},
         }
@@ -102,15 +125,27 @@ def test_google_body_roles_system_instruction_and_json_mode() -> None:
     body = p.build_body(_request(temperature=0, max_tokens=9, response_format={"type": "json_object"}))
     assert body["systemInstruction"] == {"parts": [{"text": "be brief"}]}
     assert [c["role"] for c in body["contents"]] == ["user", "model"]
-    assert body["generationConfig"] == {"temperature": 0, "maxOutputTokens": 9, "responseMimeType": "application/json"}
-    assert p.endpoint(_request(model="models/gemini-2.5-flash")) == "http://x/v1beta/models/gemini-2.5-flash:generateContent"
+    assert body["generationConfig"] == {
+        "temperature": 0,
+        "maxOutputTokens": 9,
+        "responseMimeType": "application/json",
+    }
+    assert (
+        p.endpoint(_request(model="models/gemini-2.5-flash"))
+        == "http://x/v1beta/models/gemini-2.5-flash:generateContent"
+    )
     assert "key=" not in p.endpoint(_request())
     assert p.headers() == {"x-goog-api-key": KEY}
 
 
 def test_google_usage_counts_thoughts_as_output() -> None:
     usage = google.parse_usage(
-        {"promptTokenCount": 50, "candidatesTokenCount": 10, "cachedContentTokenCount": 20, "thoughtsTokenCount": 5}
+        {
+            "promptTokenCount": 50,
+            "candidatesTokenCount": 10,
+            "cachedContentTokenCount": 20,
+            "thoughtsTokenCount": 5,
+        }
     )
     assert usage == TokenUsage(input_tokens=50, output_tokens=15, reasoning_tokens=5, cached_tokens=20)
 
@@ -119,7 +154,12 @@ def test_google_parse_skips_thought_parts_and_reports_blocked_prompts() -> None:
     p = google.GoogleProvider(api_key=KEY, base_url="http://x")
     reply = p.parse(
         {
-            "candidates": [{"content": {"parts": [{"text": "plan", "thought": True}, {"text": "answer"}]}, "finishReason": "STOP"}],
+            "candidates": [
+                {
+                    "content": {"parts": [{"text": "plan", "thought": True}, {"text": "answer"}]},
+                    "finishReason": "STOP",
+                }
+            ],
             "modelVersion": "gemini-x",
         }
     )
