@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from axl_action.errors import AxlError, ItemErrorRateError
+from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
 from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.log import warn
@@ -110,12 +111,12 @@ class _RunState:
     caller_metadata_items: int = 0
     samples: dict[str, list[Any]] = field(default_factory=dict)
 
-    def item_done(self, index: int) -> None:
+    def item_done(self, index: int, outcome: str | None) -> None:
         with self.lock:
             self.done += 1
             callback = self.on_progress
         if callback is not None:
-            callback({"type": "item_done", "itemIndex": index, "totalItems": self.total})
+            callback({"type": "item_done", "itemIndex": index, "totalItems": self.total, "outcome": outcome})
 
 
 def shard_indices(total: int, shard: tuple[int, int] | None) -> list[int]:
@@ -183,11 +184,13 @@ def execute_eval(
         capturing=capture is not None,
     )
     state = _RunState(total=len(items_in), on_progress=on_progress)
+    refs = RefCollector(capture) if capture is not None else None
     results: list[dict[str, Any] | None] = [None] * len(items_in)
 
     def process(index: int) -> None:
-        results[index] = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
-        state.item_done(index)
+        item = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
+        results[index] = item
+        state.item_done(index, item.get("outcome"))
 
     run_scope = tracker(
         lambda: run_pool(
@@ -196,7 +199,7 @@ def execute_eval(
             process,
         ),
         admission=admission,
-        capture=capture,
+        capture=refs,
     )
     if run_scope.status == "rejected":
         assert run_scope.error is not None
@@ -242,12 +245,30 @@ def execute_eval(
     if accounting["completeness"] != "complete":
         result["unpriced"] = True
     result["accounting"] = accounting
+    if refs is not None:
+        refs.attach(items)
+        result["diagnostics"] = _manifest(capture)
     result["duration"] = elapsed_ms(started)
     result["items"] = items
     result["summary"] = summary
     if on_progress is not None:
         on_progress({"type": "run_done", "totalItems": len(items), "failures": summary["failures"]})
     return result
+
+
+def _manifest(sink: Any) -> dict[str, Any]:
+    """``EvalResult.diagnostics`` from the sink's ``close()`` figures (spec §16)."""
+    manifest: dict[str, Any] = {
+        "version": 1,
+        "artifactId": str(getattr(sink, "artifact_id", "") or f"art_{uuid.uuid4()}"),
+        "fidelity": "runtime_request",
+    }
+    close = getattr(sink, "close", None)
+    figures = close() if callable(close) else None
+    if not isinstance(figures, Mapping):
+        figures = {"status": "complete", "records": 0, "bytes": 0, "redaction": "none"}
+    manifest.update(figures)
+    return manifest
 
 
 def _scorer_limit(value: Any) -> float | None:

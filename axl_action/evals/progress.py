@@ -1,0 +1,93 @@
+"""Progress lines on stderr, stdlib only.
+
+On a terminal: one live line rewritten with ``\\r`` (done/total, failures, elapsed, ETA).
+Elsewhere (CI logs): a plain line at most every ``interval`` seconds, and one at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+_FAILED = frozenset({"failed", "budget_interrupted"})
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """An ``on_progress`` callback for :func:`~axl_action.evals.runner.execute_eval`."""
+
+    def __init__(
+        self,
+        label: str,
+        stream: TextIO,
+        *,
+        tty: bool | None = None,
+        interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.label = label
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self.interval = interval
+        self.clock = clock
+        self.started = clock()
+        self.last_print = self.started
+        self.done = 0
+        self.failed = 0
+        self.cancelled = 0
+        self.total = 0
+        self._lock = threading.Lock()
+        self._finished = False
+
+    def line(self) -> str:
+        """``label: 40/100 done · 2 failed · 0:12 elapsed · ETA 0:18``."""
+        elapsed = self.clock() - self.started
+        parts = [f"{self.label}: {self.done}/{self.total} done"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.cancelled:
+            parts.append(f"{self.cancelled} cancelled")
+        parts.append(f"{_clock(elapsed)} elapsed")
+        if 0 < self.done < self.total:
+            parts.append(f"ETA {_clock(elapsed / self.done * (self.total - self.done))}")
+        return " · ".join(parts)
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            if event.get("type") == "item_done":
+                self.total = int(event.get("totalItems", self.total))
+                self.done += 1
+                if event.get("outcome") in _FAILED:
+                    self.failed += 1
+                elif event.get("outcome") == "cancelled":
+                    self.cancelled += 1
+                now = self.clock()
+                if self.tty:
+                    self.stream.write("\r\x1b[K" + self.line())
+                    self.stream.flush()
+                elif now - self.last_print >= self.interval:
+                    self.last_print = now
+                    self.stream.write(self.line() + "\n")
+                    self.stream.flush()
+            elif event.get("type") == "run_done":
+                self.total = int(event.get("totalItems", self.total))
+                self.finish()
+
+    def finish(self) -> None:
+        """Print the final line (once)."""
+        if self._finished:
+            return
+        self._finished = True
+        if self.tty:
+            self.stream.write("\r\x1b[K" + self.line() + "\n")
+        else:
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()
