@@ -35,7 +35,7 @@ comparison cannot be trusted enough to judge (exit 1, printed as "Refusing to ga
 worth reading, never changes the exit code. ``skipped``: not enabled or nothing to check."""
 
 
-class WireModel(BaseModel):
+class OutputModel(BaseModel):
     """Base: snake_case in Python, camelCase on the wire; ``None`` means absent unless listed."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False)
@@ -55,7 +55,7 @@ class WireModel(BaseModel):
 
 
 def _wire(value: Any) -> Any:
-    if isinstance(value, WireModel):
+    if isinstance(value, OutputModel):
         return value.to_wire()
     if isinstance(value, dict):
         return {k: _wire(v) for k, v in value.items()}
@@ -67,7 +67,7 @@ def _wire(value: Any) -> Any:
 # ---------------------------------------------------------------- sides
 
 
-class PartialBatch(WireModel):
+class PartialBatch(OutputModel):
     """A side that came from a ``--runs N`` batch that stopped early (spec §2.13)."""
 
     completed: int
@@ -76,7 +76,7 @@ class PartialBatch(WireModel):
     """Runs the batch set out to do (``metadata.batchAttempted``)."""
 
 
-class SideInfo(WireModel):
+class SideInfo(OutputModel):
     """Identity of one side of the comparison."""
 
     id: str
@@ -94,7 +94,7 @@ class SideInfo(WireModel):
 # ---------------------------------------------------------------- scorers
 
 
-class ConfidenceInterval(WireModel):
+class ConfidenceInterval(OutputModel):
     """Paired bootstrap percentile CI of the mean score difference (candidate - baseline)."""
 
     lower: float
@@ -105,7 +105,7 @@ class ConfidenceInterval(WireModel):
     _nullable_on_wire: ClassVar[frozenset[str]] = frozenset({"upper"})
 
 
-class ScorerComparison(WireModel):
+class ScorerComparison(OutputModel):
     """Per-scorer block. TS keys first (spec §2.6-2.8), then our extras."""
 
     baseline_mean: float
@@ -165,7 +165,7 @@ class ScorerComparison(WireModel):
 # ---------------------------------------------------------------- items, timing, cost
 
 
-class ItemChange(WireModel):
+class ItemChange(OutputModel):
     """One (item, scorer) pair whose averaged score moved by more than the threshold."""
 
     item_index: int
@@ -186,7 +186,7 @@ class ItemChange(WireModel):
     """*extra*: the item key used for matching (only when matching by key)."""
 
 
-class TimingComparison(WireModel):
+class TimingComparison(OutputModel):
     """Mean workflow time per item (ms), averaged over runs that have timing."""
 
     baseline_mean: float
@@ -199,7 +199,7 @@ class TimingComparison(WireModel):
     """Delta as % of the baseline (0 when the baseline is 0)."""
 
 
-class CostComparison(WireModel):
+class CostComparison(OutputModel):
     """Known spend per run (USD), averaged over the compared runs, with its certification."""
 
     baseline_total: float
@@ -221,7 +221,7 @@ class CostComparison(WireModel):
 # ---------------------------------------------------------------- compatibility
 
 
-class FingerprintCheck(WireModel):
+class FingerprintCheck(OutputModel):
     """One component of ``metadata.fingerprint`` compared across sides."""
 
     status: Literal["same", "changed", "unknown"]
@@ -232,7 +232,7 @@ class FingerprintCheck(WireModel):
     """Candidate value, if any."""
 
 
-class ScorerSetCheck(WireModel):
+class ScorerSetCheck(OutputModel):
     """Scorer names/types/definitions compared across sides."""
 
     status: Literal["same", "changed", "unknown"]
@@ -247,7 +247,7 @@ class ScorerSetCheck(WireModel):
     """Same names and types, but the scorer-definition hash differs (prompt/code changed)."""
 
 
-class ItemAlignment(WireModel):
+class ItemAlignment(OutputModel):
     """How items were paired across sides."""
 
     mode: Literal["position", "key"]
@@ -265,7 +265,7 @@ class ItemAlignment(WireModel):
     """Why position matching was used although inputs differ (e.g. duplicate keys)."""
 
 
-class Compatibility(WireModel):
+class Compatibility(OutputModel):
     """Is the candidate measuring the same thing as the baseline? (*extra* block)"""
 
     status: Literal["compatible", "changed", "unknown"]
@@ -290,7 +290,7 @@ class Compatibility(WireModel):
 # ---------------------------------------------------------------- the comparison
 
 
-class Comparison(WireModel):
+class Comparison(OutputModel):
     """Everything ``compare_results`` computes (pure; gates are applied separately)."""
 
     baseline: SideInfo
@@ -327,7 +327,7 @@ class Comparison(WireModel):
 # ---------------------------------------------------------------- gates
 
 
-class ItemErrorRate(WireModel):
+class ItemErrorRate(OutputModel):
     """Item error rate of one run of one side (spec §4.2)."""
 
     side: Literal["baseline", "candidate"]
@@ -350,7 +350,7 @@ class ItemErrorRate(WireModel):
     """rate > limit and attempted > 0."""
 
 
-class Gate(WireModel):
+class Gate(OutputModel):
     """One gate's verdict."""
 
     name: GateName
@@ -367,7 +367,7 @@ class Gate(WireModel):
     """Further lines (per-run warnings, per-scorer notes) in print order."""
 
 
-class GateReport(WireModel):
+class GateReport(OutputModel):
     """All gates, in the order they are evaluated and printed."""
 
     gates: list[Gate]

@@ -1,0 +1,138 @@
+"""Is the candidate measuring the same thing as the baseline?
+
+Compares ``metadata.fingerprint`` of the first run of each side (dataset content, dataset size,
+scorer set, eval config, pricing-table version) and the item pairing, and says in words what
+differs, so a changed dataset reads as "dataset changed" instead of as a wave of regressions.
+Results without a fingerprint (TypeScript or legacy files) are "unknown", never an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from axl_action.compare.alignment import Alignment
+from axl_action.compare.models import (
+    Compatibility,
+    FingerprintCheck,
+    ItemAlignment,
+    ScorerSetCheck,
+)
+from axl_action.schema import EvalResult, Fingerprint
+
+
+def _check(baseline: Any, candidate: Any) -> FingerprintCheck:
+    if baseline is None or candidate is None:
+        return FingerprintCheck(status="unknown", baseline=baseline, candidate=candidate)
+    status = "same" if baseline == candidate else "changed"
+    return FingerprintCheck(status=status, baseline=baseline, candidate=candidate)
+
+
+def _scorer_check(b_fp: Fingerprint | None, c_fp: Fingerprint | None) -> ScorerSetCheck:
+    if b_fp is None or c_fp is None:
+        return ScorerSetCheck(status="unknown")
+    b_set, c_set = b_fp.scorer_set, c_fp.scorer_set
+    added = [n for n in c_set if n not in b_set]
+    removed = [n for n in b_set if n not in c_set]
+    type_changed = {n: [b_set[n], c_set[n]] for n in b_set if n in c_set and b_set[n] != c_set[n]}
+    definitions_changed = not (added or removed or type_changed) and b_fp.scorers != c_fp.scorers
+    changed = bool(added or removed or type_changed or definitions_changed)
+    return ScorerSetCheck(
+        status="changed" if changed else "same",
+        added=added,
+        removed=removed,
+        type_changed=type_changed,
+        definitions_changed=definitions_changed,
+    )
+
+
+def _listed(keys: list[str], total: int) -> str:
+    shown = ", ".join(keys[:5])
+    return shown + (f" and {total - 5} more" if total > 5 else "")
+
+
+def check_compatibility(
+    baseline: EvalResult, candidate: EvalResult, alignment: Alignment, matched: int
+) -> Compatibility:
+    """Compatibility of the first runs of the two sides; ``matched`` = item pairs compared."""
+    b_fp = Fingerprint.of(baseline.metadata)
+    c_fp = Fingerprint.of(candidate.metadata)
+    dataset = _check(b_fp and b_fp.dataset, c_fp and c_fp.dataset)
+    dataset_items = _check(b_fp and b_fp.dataset_items, c_fp and c_fp.dataset_items)
+    scorers = _scorer_check(b_fp, c_fp)
+    config = _check(b_fp and b_fp.config, c_fp and c_fp.config)
+    pricing = _check(b_fp and b_fp.pricing_version, c_fp and c_fp.pricing_version)
+    items = ItemAlignment(
+        mode="key" if alignment.mode == "key" else "position",
+        matched=matched,
+        added=alignment.added,
+        removed=alignment.removed,
+        reordered=alignment.reordered,
+        reason=alignment.reason,
+    )
+
+    messages: list[str] = []
+    if dataset.status == "changed":
+        size = ""
+        if dataset_items.status == "changed":
+            size = f" ({dataset_items.baseline} -> {dataset_items.candidate} items)"
+        messages.append(f"dataset changed{size}: the two sides did not score the same items")
+    elif dataset_items.status == "changed":
+        messages.append(f"dataset size changed ({dataset_items.baseline} -> {dataset_items.candidate} items)")
+    if scorers.status == "changed":
+        if scorers.added:
+            messages.append(f"scorers added in the candidate: {', '.join(scorers.added)}")
+        if scorers.removed:
+            messages.append(f"scorers missing from the candidate: {', '.join(scorers.removed)}")
+        for name, (bt, ct) in scorers.type_changed.items():
+            messages.append(f'scorer "{name}" changed type ({bt} -> {ct})')
+        if scorers.definitions_changed:
+            messages.append(
+                "scorer definitions changed (same names and types, different definition hash): "
+                "score moves may come from the scorers, not the workflow"
+            )
+    if config.status == "changed":
+        messages.append("eval configuration changed (for example judge model or prompt)")
+    if pricing.status == "changed":
+        messages.append(
+            f"pricing table changed ({pricing.baseline} -> {pricing.candidate}): "
+            "a cost delta partly reflects new prices"
+        )
+    if alignment.mode == "key":
+        if alignment.removed_count:
+            messages.append(
+                f"{alignment.removed_count} item(s) only in the baseline: "
+                f"{_listed(alignment.removed, alignment.removed_count)}"
+            )
+        if alignment.added_count:
+            messages.append(
+                f"{alignment.added_count} item(s) only in the candidate: "
+                f"{_listed(alignment.added, alignment.added_count)}"
+            )
+        if alignment.reordered:
+            messages.append("items are in a different order; they were matched by key")
+    if alignment.reason:
+        messages.append(alignment.reason)
+
+    checks = [dataset, dataset_items, config, pricing]
+    changed = (
+        any(c.status == "changed" for c in checks)
+        or scorers.status == "changed"
+        or alignment.mode == "key"
+        or alignment.reason is not None
+    )
+    if changed:
+        status = "changed"
+    elif b_fp is None or c_fp is None:
+        status = "unknown"
+    else:
+        status = "compatible"
+    return Compatibility(
+        status=status,
+        dataset=dataset,
+        dataset_items=dataset_items,
+        scorers=scorers,
+        config=config,
+        pricing_version=pricing,
+        items=items,
+        messages=messages,
+    )

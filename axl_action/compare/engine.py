@@ -1,0 +1,353 @@
+"""``compare_results``: the reference ``evalCompare`` (spec §1-§2) plus our extras.
+
+Pure: takes parsed results, returns a ``Comparison``; no I/O, inputs are not modified.
+Processing order follows the spec: normalise and validate, truncate to a common run count,
+resolve thresholds, pair differences, per-scorer block with bootstrap CI, item-level changes,
+timing, cost with certification, summary, partial-batch detection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from axl_action.compare.alignment import Alignment, align
+from axl_action.compare.arrays import F64, RunArrays, SampleCounts, run_arrays
+from axl_action.compare.bootstrap import DEFAULT_ALPHA, DEFAULT_RESAMPLES, bootstrap_many, random_seed
+from axl_action.compare.compatibility import check_compatibility
+from axl_action.compare.cost import compare_cost
+from axl_action.compare.models import (
+    Comparison,
+    ConfidenceInterval,
+    CostComparison,
+    ItemChange,
+    PartialBatch,
+    ScorerComparison,
+    SideInfo,
+    TimingComparison,
+)
+from axl_action.compare.significance import (
+    bootstrap_p_value,
+    holm,
+    is_significant,
+    minimum_detectable_effect,
+    verdict,
+)
+from axl_action.compare.text import to_fixed
+from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
+from axl_action.errors import CompareError
+from axl_action.schema import EvalResult, round3
+
+Side = EvalResult | Sequence[EvalResult]
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """Knobs of ``compare_results``."""
+
+    thresholds: Thresholds = None
+    """Global threshold, per-scorer map, or None for the auto-calibrated defaults (spec §2.4)."""
+    seed: int | None = None
+    """Bootstrap seed; None draws one (reported in ``Comparison.seed``)."""
+    resamples: int = DEFAULT_RESAMPLES
+    """Bootstrap resamples."""
+    alpha: float = DEFAULT_ALPHA
+    """1 - confidence level of the CI; also the Holm family-wise level."""
+    holm: bool = False
+    """Apply Holm correction across scorers to the verdicts."""
+    workers: int | None = None
+    """Bootstrap threads (None: up to 2)."""
+
+
+def r3(x: float) -> float:
+    """round3 with negative zero normalised (JS prints -0 as 0)."""
+    return round3(x) + 0.0
+
+
+def _as_list(side: Side) -> list[EvalResult]:
+    return [side] if isinstance(side, EvalResult) else list(side)
+
+
+def _validate(baseline: list[EvalResult], candidate: list[EvalResult]) -> list[str]:
+    if not baseline or not candidate:
+        raise CompareError(
+            "Cannot compare empty eval result arrays",
+            hint="each results file must hold at least one run",
+        )
+    b_ref, c_ref = baseline[0], candidate[0]
+    if b_ref.dataset != c_ref.dataset:
+        raise CompareError(
+            f'Cannot compare evals from different datasets: "{b_ref.dataset}" vs "{c_ref.dataset}"',
+            hint="compare two runs of the same eval (same dataset name)",
+        )
+    b_names, c_names = sorted(b_ref.summary.scorers), sorted(c_ref.summary.scorers)
+    if b_names != c_names:
+        only_b = [n for n in b_names if n not in c_names]
+        only_c = [n for n in c_names if n not in b_names]
+        detail = []
+        if only_b:
+            detail.append(f"only the baseline has {', '.join(only_b)}")
+        if only_c:
+            detail.append(f"only the candidate has {', '.join(only_c)}")
+        raise CompareError(
+            f"Cannot compare evals with different scorers: {'; '.join(detail)}",
+            hint="run both sides with the same scorers (or rescore the baseline with the new ones)",
+        )
+    return b_names
+
+
+def detect_partial(runs: Sequence[EvalResult]) -> PartialBatch | None:
+    """A side holding fewer runs than its batch attempted (spec §2.13); reads the raw list."""
+    if not runs:
+        return None
+    attempted: float | None = None
+    for run in runs:
+        v = run.metadata.get("batchAttempted")
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            attempted = v
+            break
+    if attempted is None or len(runs) >= attempted:
+        return None
+    return PartialBatch(completed=len(runs), attempted=int(attempted))
+
+
+def _summary_mean(run: EvalResult, name: str) -> float:
+    stats = run.summary.scorers.get(name)
+    return stats.mean if stats is not None else 0.0
+
+
+def _paired_diffs(b_runs: Sequence[RunArrays], c_runs: Sequence[RunArrays], name: str, al: Alignment) -> F64:
+    parts: list[F64] = []
+    for b, c in zip(b_runs, c_runs, strict=True):
+        bi, ci = al.pairs(b.size, c.size)
+        bs, cs = b.scores[name][bi], c.scores[name][ci]
+        ok = ~b.errored[bi] & ~c.errored[ci] & ~np.isnan(bs) & ~np.isnan(cs)
+        parts.append(cs[ok] - bs[ok])
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def _item_changes(
+    b_runs: Sequence[RunArrays],
+    c_runs: Sequence[RunArrays],
+    names: Sequence[str],
+    thresholds: dict[str, ResolvedThreshold],
+    al: Alignment,
+) -> tuple[list[ItemChange], list[ItemChange]]:
+    """Spec §2.9, vectorised: per (item, scorer), run-averaged scores compared to the threshold."""
+    if al.mode == "key":
+        b_idx, c_idx = al.baseline_index, al.candidate_index
+    else:
+        count = min(ra.size for ra in [*b_runs, *c_runs])
+        b_idx = c_idx = np.arange(count, dtype=np.intp)
+    skip = np.zeros(len(b_idx), dtype=np.bool_)
+    for ra in b_runs:
+        skip |= ra.errored[b_idx]
+    for ra in c_runs:
+        skip |= ra.errored[c_idx]
+    b_ref = b_runs[0].result
+    found: list[tuple[int, int, ItemChange, bool]] = []
+    for order, name in enumerate(names):
+        b_avg, b_ok = _run_average([ra.scores[name][b_idx] for ra in b_runs])
+        c_avg, c_ok = _run_average([ra.scores[name][c_idx] for ra in c_runs])
+        use = ~skip & b_ok & c_ok
+        with np.errstate(invalid="ignore"):
+            delta = np.floor((c_avg - b_avg) * 1000 + 0.5) / 1000 + 0.0
+        t = thresholds[name].value
+        with np.errstate(invalid="ignore"):
+            worse = use & (delta < -t)
+            better = use & ~worse & (delta > t)
+        for j in np.flatnonzero(worse | better):
+            bi, ci = int(b_idx[j]), int(c_idx[j])
+            change = ItemChange(
+                item_index=bi,
+                input=b_ref.items[bi].input,
+                scorer=name,
+                baseline_score=r3(float(b_avg[j])),
+                candidate_score=r3(float(c_avg[j])),
+                delta=float(delta[j]),
+                candidate_index=ci if al.mode == "key" and ci != bi else None,
+                key=al.keys[int(j)] if al.mode == "key" else None,
+            )
+            found.append((bi, order, change, bool(worse[j])))
+    found.sort(key=lambda f: (f[0], f[1]))
+    regressions = [c for _, _, c, bad in found if bad]
+    improvements = [c for _, _, c, bad in found if not bad]
+    return regressions, improvements
+
+
+def _run_average(columns: list[F64]) -> tuple[F64, np.ndarray]:
+    """Mean of the non-null scores across runs, summed in run order like the reference."""
+    total = np.zeros(len(columns[0]))
+    count = np.zeros(len(columns[0]))
+    for col in columns:
+        ok = ~np.isnan(col)
+        total += np.where(ok, col, 0.0)
+        count += ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        avg = total / count
+    return avg, count > 0
+
+
+def _timing(b_runs: Sequence[EvalResult], c_runs: Sequence[EvalResult]) -> TimingComparison | None:
+    b_t = [r.summary.timing.mean for r in b_runs if r.summary.timing is not None]
+    c_t = [r.summary.timing.mean for r in c_runs if r.summary.timing is not None]
+    if not b_t or not c_t:
+        return None
+    b_mean = _js_mean(b_t)
+    c_mean = _js_mean(c_t)
+    return TimingComparison(
+        baseline_mean=r3(b_mean),
+        candidate_mean=r3(c_mean),
+        delta=r3(c_mean - b_mean),
+        delta_percent=r3((c_mean - b_mean) / b_mean * 100) if b_mean > 0 else 0.0,
+    )
+
+
+def _js_mean(values: Sequence[float]) -> float:
+    total = 0.0
+    for v in values:
+        total += v
+    return total / len(values)
+
+
+def summarise(
+    scorers: dict[str, ScorerComparison],
+    timing: TimingComparison | None,
+    cost: CostComparison | None,
+    regressions: int,
+    improvements: int,
+) -> str:
+    """The one-line summary (spec §2.12); cost appears only when certified."""
+    parts: list[str] = []
+    for name, s in scorers.items():
+        if abs(s.delta) > 0.001:
+            direction = "improves" if s.delta > 0 else "regresses"
+            sign = "+" if s.delta > 0 else ""
+            sig = ""
+            if s.significant is True:
+                sig = " (significant)"
+            elif s.significant is False:
+                sig = " (not significant)"
+            parts.append(
+                f"'{name}' {direction} by {sign}{to_fixed(s.delta_percent, 1)}% "
+                f"({to_fixed(s.baseline_mean, 2)} -> {to_fixed(s.candidate_mean, 2)}){sig}"
+            )
+    if timing is not None and abs(timing.delta_percent) > 1:
+        direction = "slower" if timing.delta > 0 else "faster"
+        parts.append(f"{to_fixed(abs(timing.delta_percent), 0)}% {direction}")
+    if cost is not None and cost.certified and cost.delta_percent is not None and abs(cost.delta_percent) > 1:
+        direction = "more expensive" if cost.delta > 0 else "cheaper"
+        parts.append(f"{to_fixed(abs(cost.delta_percent), 0)}% {direction}")
+    body = ", ".join(parts) if parts else "no meaningful changes"
+    return f"candidate {body} with {regressions} regressions and {improvements} improvements"
+
+
+def compare_results(baseline: Side, candidate: Side, options: CompareOptions | None = None) -> Comparison:
+    """Compare a baseline and a candidate (one run or a list of runs each)."""
+    opts = options or CompareOptions()
+    raw_b, raw_c = _as_list(baseline), _as_list(candidate)
+    names = _validate(raw_b, raw_c)
+    b_ref, c_ref = raw_b[0], raw_c[0]
+    run_count = min(len(raw_b), len(raw_c))
+    trunc_b, trunc_c = raw_b[:run_count], raw_c[:run_count]
+    b_arrays = [run_arrays(r, names) for r in trunc_b]
+    c_arrays = [run_arrays(r, names) for r in trunc_c]
+    alignment = align(trunc_b, trunc_c)
+    thresholds = {n: resolve_threshold(n, opts.thresholds, b_ref.metadata) for n in names}
+    types = b_ref.scorer_types
+    seed = opts.seed if opts.seed is not None else random_seed()
+
+    diffs = {n: _paired_diffs(b_arrays, c_arrays, n, alignment) for n in names}
+    boots = bootstrap_many(
+        {n: d for n, d in diffs.items() if len(d) >= 2},
+        n_resamples=opts.resamples,
+        alpha=opts.alpha,
+        seed=seed,
+        workers=opts.workers,
+    )
+
+    scorers: dict[str, ScorerComparison] = {}
+    p_values: dict[str, float] = {}
+    for name in names:
+        b_mean_raw = _js_mean([_summary_mean(r, name) for r in trunc_b])
+        c_mean_raw = _js_mean([_summary_mean(r, name) for r in trunc_c])
+        b_counts = sum((ra.counts[name] for ra in b_arrays), SampleCounts())
+        c_counts = sum((ra.counts[name] for ra in c_arrays), SampleCounts())
+        t = thresholds[name]
+        n = len(diffs[name])
+        boot = boots.get(name)
+        significant = is_significant(boot, t.value) if boot is not None else None
+        p_value = bootstrap_p_value(boot) if boot is not None else None
+        if p_value is not None:
+            p_values[name] = p_value
+        raw_type = types.get(name)
+        scorers[name] = ScorerComparison(
+            baseline_mean=r3(b_mean_raw),
+            candidate_mean=r3(c_mean_raw),
+            delta=r3(c_mean_raw - b_mean_raw),
+            delta_percent=r3((c_mean_raw - b_mean_raw) / b_mean_raw * 100) if b_mean_raw > 0 else 0.0,
+            baseline_scored=b_counts.scored,
+            baseline_failed=b_counts.failed,
+            candidate_scored=c_counts.scored,
+            candidate_failed=c_counts.failed,
+            baseline_skipped=b_counts.skipped,
+            candidate_skipped=c_counts.skipped,
+            n=n,
+            ci=ConfidenceInterval(lower=boot.lower, upper=boot.upper) if boot is not None else None,
+            p_regression=boot.p_regression if boot is not None else None,
+            p_improvement=boot.p_improvement if boot is not None else None,
+            significant=significant,
+            threshold=t.value,
+            threshold_source=t.source,
+            scorer_type=raw_type if raw_type in ("llm", "deterministic") else "unknown",
+            mean_difference=boot.mean if boot is not None else None,
+            verdict=verdict(boot, n, t.value, bool(significant)),
+            mde=minimum_detectable_effect(diffs[name], opts.alpha),
+            p_value=p_value,
+        )
+    if opts.holm:
+        adjusted = holm(p_values, opts.alpha)
+        for name, (p_adj, rejected) in adjusted.items():
+            s = scorers[name]
+            s.holm_p_value = round(p_adj, 6)
+            s.holm_significant = bool(s.significant) and rejected
+            if s.verdict in ("regressed", "improved") and not s.holm_significant:
+                s.verdict = "inconclusive"
+
+    regressions, improvements = _item_changes(b_arrays, c_arrays, names, thresholds, alignment)
+    timing = _timing(trunc_b, trunc_c)
+    cost = compare_cost(b_arrays, c_arrays, names)
+    matched = (
+        len(alignment.baseline_index) if alignment.mode == "key" else min(len(b_ref.items), len(c_ref.items))
+    )
+    return Comparison(
+        baseline=SideInfo(
+            id=b_ref.id,
+            metadata=b_ref.metadata,
+            run_count=run_count,
+            partial=detect_partial(raw_b),
+            runs_available=len(raw_b),
+        ),
+        candidate=SideInfo(
+            id=c_ref.id,
+            metadata=c_ref.metadata,
+            run_count=run_count,
+            partial=detect_partial(raw_c),
+            runs_available=len(raw_c),
+        ),
+        scorers=scorers,
+        timing=timing,
+        cost=cost,
+        regressions=regressions,
+        improvements=improvements,
+        summary=summarise(scorers, timing, cost, len(regressions), len(improvements)),
+        seed=seed,
+        resamples=opts.resamples,
+        alpha=opts.alpha,
+        holm=opts.holm,
+        stable=max(0, len(b_ref.items) - len(regressions) - len(improvements)),
+        compatibility=check_compatibility(b_ref, c_ref, alignment, matched),
+    )

@@ -1,0 +1,83 @@
+"""Per-scorer thresholds: ``--threshold`` parsing and the auto-calibrated defaults (spec §2.4, §7.5)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from axl_action.compare.models import ThresholdSource
+
+DEFAULT_LLM_THRESHOLD = 0.05
+DEFAULT_DETERMINISTIC_THRESHOLD = 0.0
+LEGACY_THRESHOLD = 0.1
+
+Thresholds = float | Mapping[str, float] | None
+"""A global number, a per-scorer map, or None (auto-calibrate every scorer)."""
+
+_GLOBAL_RE = re.compile(r"^[\d.]+$")
+_FLOAT_PREFIX_RE = re.compile(r"^[+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+
+
+def js_parse_float(text: str) -> float:
+    """JS ``parseFloat``: the longest leading decimal literal after whitespace, else NaN."""
+    match = _FLOAT_PREFIX_RE.match(text.lstrip())
+    if not match:
+        return math.nan
+    token = match.group(0)
+    if token.endswith("Infinity"):
+        return -math.inf if token.startswith("-") else math.inf
+    return float(token)
+
+
+def parse_threshold(value: str) -> Thresholds:
+    """The value of ``--threshold``: ``0.1`` (global) or ``name=0.1,other=0.02`` (per scorer).
+
+    Same rules as the TS CLI: a value made only of digits and dots is a global number
+    (``"1.2.3"`` -> 1.2, ``"."`` -> NaN); anything else is split into ``key=value`` pieces,
+    pieces without a key or ``=`` are dropped, garbage values become NaN, and an empty map
+    means "no thresholds" (so ``-0.1`` is not accepted as a global value).
+    """
+    if _GLOBAL_RE.match(value):
+        return js_parse_float(value)
+    overrides: dict[str, float] = {}
+    for piece in value.split(","):
+        key, sep, raw = piece.partition("=")
+        if key and sep:
+            # TS splits on every "=" and keeps the second field: "a=1=2" -> "1".
+            overrides[key.strip()] = js_parse_float(raw.split("=")[0].strip())
+    return overrides or None
+
+
+@dataclass(frozen=True)
+class ResolvedThreshold:
+    """A scorer's threshold and where it came from."""
+
+    value: float
+    source: ThresholdSource
+
+
+def scorer_types(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata.scorerTypes`` when it is an object, else {}."""
+    types = metadata.get("scorerTypes")
+    return dict(types) if isinstance(types, Mapping) else {}
+
+
+def resolve_threshold(
+    name: str, thresholds: Thresholds, baseline_metadata: Mapping[str, Any]
+) -> ResolvedThreshold:
+    """Spec §2.4, first match wins: global number, per-scorer override, then the baseline's
+    ``scorerTypes`` (llm 0.05, anything else 0), else the legacy 0.1. The candidate's
+    metadata is never consulted."""
+    if isinstance(thresholds, int | float) and not isinstance(thresholds, bool):
+        return ResolvedThreshold(float(thresholds), "global")
+    if isinstance(thresholds, Mapping) and thresholds.get(name) is not None:
+        return ResolvedThreshold(float(thresholds[name]), "override")
+    types = baseline_metadata.get("scorerTypes")
+    if isinstance(types, Mapping) and name in types:
+        if types[name] == "llm":
+            return ResolvedThreshold(DEFAULT_LLM_THRESHOLD, "llm")
+        return ResolvedThreshold(DEFAULT_DETERMINISTIC_THRESHOLD, "deterministic")
+    return ResolvedThreshold(LEGACY_THRESHOLD, "legacy")
