@@ -99,7 +99,8 @@ class GitHubClient:
         self._session = session or requests.Session()
         # A session may carry .netrc credentials; we send our own header and never want both.
         self._session.trust_env = False
-        self._sleep = sleep
+        self.sleep = sleep
+        """Waits between attempts; other helpers (artifact download) reuse it."""
         self._clock = clock
         self.max_attempts = max_attempts
         self.max_wait = max_wait
@@ -195,7 +196,7 @@ class GitHubClient:
                     attempt,
                     self.max_attempts,
                 )
-                self._sleep(delay)
+                self.sleep(delay)
                 continue
 
             log.debug("GitHub %s %s -> %s", method, self._display(url), resp.status_code)
@@ -228,7 +229,7 @@ class GitHubClient:
                 attempt,
                 self.max_attempts,
             )
-            self._sleep(delay_or_none)
+            self.sleep(delay_or_none)
 
     def _send(
         self,
@@ -313,7 +314,7 @@ class GitHubClient:
     # -- retry policy -----------------------------------------------------------------------
 
     def _backoff(self, attempt: int) -> float:
-        base = min(self.max_wait, self.base_delay * (2 ** (attempt - 1)))
+        base = min(self.max_wait, self.base_delay * 2.0 ** (attempt - 1))
         # Jitter spreads retries of parallel jobs; never beyond the cap.
         return min(self.max_wait, base * (1 + self._rng.uniform(0, 0.25)))
 

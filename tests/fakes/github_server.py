@@ -245,7 +245,9 @@ class FakeGitHub:
         for name in ("api", "blob", "results"):
             server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self, name))
             server.daemon_threads = True
-            thread = threading.Thread(target=server.serve_forever, name=f"fake-github-{name}", daemon=True)
+            thread = threading.Thread(
+                target=server.serve_forever, args=(0.02,), name=f"fake-github-{name}", daemon=True
+            )
             thread.start()
             self._servers[name] = server
             self._threads.append(thread)
