@@ -1,0 +1,59 @@
+"""What the orchestrator needs from the outside world, as narrow protocols.
+
+The entrypoint passes the real objects (``github.workflow_commands``, ``github.artifact_upload``,
+...); tests pass recording fakes. Keeping the surface this small is what lets the orchestrator
+stay free of environment variables, files under ``/github`` and network calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Protocol
+
+from axl_action.action.evalstep import EvalRequest, EvalRun
+
+
+class Commands(Protocol):
+    """Workflow commands and environment files of the current step."""
+
+    def group(self, title: str) -> AbstractContextManager[object]:
+        """A collapsible ``::group::`` section of the log."""
+        ...
+
+    def stop_commands(self) -> AbstractContextManager[object]:
+        """While open, the runner ignores ``::`` commands in the log (untrusted output)."""
+        ...
+
+    def error(self, message: str, *, title: str | None = None) -> None:
+        """An ``::error`` annotation."""
+        ...
+
+    def warning(self, message: str, *, title: str | None = None) -> None:
+        """A ``::warning`` annotation."""
+        ...
+
+    def notice(self, message: str, *, title: str | None = None) -> None:
+        """A ``::notice`` annotation."""
+        ...
+
+    def set_outputs(self, values: Mapping[str, str]) -> None:
+        """Write step outputs (``$GITHUB_OUTPUT``)."""
+        ...
+
+    def write_summary(self, markdown: str) -> None:
+        """Write the job summary (``$GITHUB_STEP_SUMMARY``)."""
+        ...
+
+
+class Uploader(Protocol):
+    """Uploads an artifact of the current run (artifacts v4)."""
+
+    def upload(self, name: str, files: Mapping[str, bytes]) -> int:
+        """Upload ``files`` (archive path → content) as artifact ``name``; returns its id."""
+        ...
+
+
+RunEvals = Callable[[EvalRequest], EvalRun]
+Clock = Callable[[], datetime]
