@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from axl_action.schema.base import WireModel
+from axl_action.schema.base import CompleteWireModel, WireModel
 
 if TYPE_CHECKING:
     from axl_action.schema.result import EvalResult
@@ -29,10 +29,8 @@ def usable(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
 
 
-class Usage(WireModel):
+class Usage(CompleteWireModel):
     """Token and audio usage summed over operations."""
-
-    _always = frozenset(USAGE_KEYS)
 
     input_tokens: float = 0
     """Prompt tokens, including cached ones."""
@@ -48,10 +46,8 @@ class Usage(WireModel):
     """Seconds of audio transcribed."""
 
 
-class Operations(WireModel):
+class Operations(CompleteWireModel):
     """Operation counters: ``total = settled + unknown``; ``denied`` is separate."""
-
-    _always = frozenset({"total", "settled", "unknown", "denied", "by_kind"})
 
     total: int = 0
     """Operations opened (minus retracted ones)."""
@@ -65,10 +61,8 @@ class Operations(WireModel):
     """Counts per kind: chat, stream, embedding, transcription, tool, external."""
 
 
-class Breakdown(WireModel):
+class Breakdown(CompleteWireModel):
     """Known cost split by purpose; sums to ``knownCost``."""
-
-    _always = frozenset({"generation", "judging", "external"})
 
     generation: float = 0
     """Spend of the workflow under test."""
@@ -78,22 +72,8 @@ class Breakdown(WireModel):
     """Spend of declared external operations."""
 
 
-class Accounting(WireModel):
+class Accounting(CompleteWireModel):
     """Core accounting record, version 1 (runner spec §7.1)."""
-
-    _always = frozenset(
-        {
-            "version",
-            "currency",
-            "known_cost",
-            "completeness",
-            "reasons",
-            "usage",
-            "operations",
-            "breakdown",
-            "provenance",
-        }
-    )
 
     version: int = 1
     """Record format version; always 1."""

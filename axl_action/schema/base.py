@@ -5,17 +5,18 @@
 * A key that was never set is *absent* and is not written; a key set to ``None`` is written as
   ``null``. This is pydantic's ``exclude_unset``, so reading a file and writing it back keeps
   exactly the keys it had.
-* Key order: a model parsed from a file (``model_validate(..., context=WIRE)``) remembers the
-  order of its keys and writes them back in that order, so round trips are byte-identical.
-  A model built by code writes its keys in declaration order, unless the builder fixed
-  another order with ``set_key_order`` (the runner does, for the per-outcome orders of the
-  reference implementation). Keys added later follow in declaration order.
+* Key order is declaration order. ``EvalItem`` is the exception (its order differs per
+  outcome and in legacy files): parsed from a file (``model_validate(..., context=WIRE)``) it
+  remembers its keys' order and writes them back in that order, so round trips are
+  byte-identical; code that builds one can fix another order with ``set_key_order`` (the
+  runner does, for the per-outcome orders of the reference). Keys added later follow in
+  declaration order.
 * Unknown keys are kept (``extra="allow"``) and written back where they were.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
@@ -36,15 +37,38 @@ WIRE: dict[str, Any] = {"keep_order": True}
 class WireModel(BaseModel):
     """Base class for result-file models (see module docstring)."""
 
-    model_config = ConfigDict(
-        extra="allow",
-        populate_by_name=True,
-        alias_generator=to_camel,
-        arbitrary_types_allowed=False,
-    )
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
 
-    # Fields written even when the builder left them at their default.
-    _always: ClassVar[frozenset[str]] = frozenset()
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object for this model: aliases, absent keys omitted, order kept."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
+
+    def has(self, name: str) -> bool:
+        """True when the field was present in the file (or set by the code that built it)."""
+        return name in self.model_fields_set
+
+
+class CompleteWireModel(WireModel):
+    """A wire model whose fields are always all written, even when left at their defaults.
+
+    Accounting records and coverage maps always carry every key; code that builds one with
+    only the non-zero fields (``Usage(input_tokens=5)``) still writes all of them.
+    """
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Optional extensions (None by default) stay absent unless they were set.
+        values = self.__dict__
+        self.__pydantic_fields_set__.update(k for k in type(self).model_fields if values[k] is not None)
+
+
+class OrderedWireModel(WireModel):
+    """A wire model whose key order varies between files and must survive a round trip.
+
+    Only models whose order really varies pay for this (``EvalItem``: the reference writes a
+    different order per outcome, and legacy files yet another); every other model's order is
+    its declaration order.
+    """
+
     _key_order: tuple[str, ...] | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
@@ -55,8 +79,6 @@ class WireModel(BaseModel):
         model = handler(data)
         if isinstance(data, dict) and info.context is not None and info.context.get("keep_order"):
             model._key_order = tuple(data)
-        if cls._always:
-            model.__pydantic_fields_set__.update(cls._always)
         return model
 
     @model_serializer(mode="wrap")
@@ -82,11 +104,3 @@ class WireModel(BaseModel):
         """Fix the order keys are written in (field names or wire names); returns self."""
         self._key_order = keys
         return self
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON object for this model: aliases, absent keys omitted, order kept."""
-        return self.model_dump(by_alias=True, exclude_unset=True)
-
-    def has(self, name: str) -> bool:
-        """True when the field was present in the file (or set by the code that built it)."""
-        return name in self.model_fields_set

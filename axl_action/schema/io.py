@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,8 +71,29 @@ def _check_shape(obj: Any, source: str, where: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while building many small objects that are all kept.
+
+    Loading 100,000 items allocates millions of objects, none of them garbage; without this
+    the collector rescans the growing heap again and again (3x slower on large files).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def parse_result_data(data: Any, source: str = "<results>") -> ResultFile:
     """Validate already-decoded JSON as a result or a list of results."""
+    with gc_paused():
+        return _parse(data, source)
+
+
+def _parse(data: Any, source: str) -> ResultFile:
     if isinstance(data, list):
         if not data:
             raise ResultFileError(f"{source} holds an empty list of results", hint=_HINT)
@@ -92,7 +115,8 @@ def parse_result_data(data: Any, source: str = "<results>") -> ResultFile:
 def parse_result_text(text: str, source: str = "<results>") -> ResultFile:
     """Parse JSON text as a results file."""
     try:
-        data = json.loads(text)
+        with gc_paused():
+            data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ResultFileError(
             f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}",
@@ -123,9 +147,10 @@ def load_result_file(path: str | os.PathLike[str]) -> ResultFile:
 
 def result_json(results: EvalResult | Sequence[EvalResult]) -> str:
     """JSON text of one result (an object) or several (an array), as the TS CLI writes it."""
-    if isinstance(results, EvalResult):
-        return dumps_js(results.to_wire())
-    return dumps_js([r.to_wire() for r in results])
+    with gc_paused():
+        if isinstance(results, EvalResult):
+            return dumps_js(results.to_wire())
+        return dumps_js([r.to_wire() for r in results])
 
 
 def write_result_file(path: str | os.PathLike[str], results: EvalResult | Sequence[EvalResult]) -> Path:

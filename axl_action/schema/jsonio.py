@@ -14,7 +14,8 @@ from typing import Any
 
 from axl_action.schema.numbers import js_number
 
-_encode_str = json.JSONEncoder(ensure_ascii=False).encode
+# The C string encoder (ensure_ascii=False flavour): JSON.stringify escapes the same set.
+_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
 def _number(x: float) -> str:

@@ -74,7 +74,7 @@ def js_number(x: float | int) -> str:
     if x == 0:
         return "0"
     ax = abs(x)
-    if x.is_integer() and ax < 1e21:
+    if x.is_integer() and ax < 2**53:
         return str(int(x))
     if 1e-4 <= ax < 1e16:
         return repr(x)  # Python and JS agree on plain notation in this range

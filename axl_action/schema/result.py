@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from axl_action.schema.accounting import Accounting, EvalAccounting
-from axl_action.schema.base import WireModel
+from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireModel
 
 ItemOutcome = Literal["completed", "failed", "cancelled", "budget_skipped", "budget_interrupted"]
 ScorerOutcome = Literal["scored", "failed", "skipped", "cancelled", "budget_skipped", "budget_interrupted"]
@@ -116,7 +116,7 @@ class ItemModelTiming(WireModel):
     """Number of calls behind ``firstTokenMs``."""
 
 
-class EvalItem(WireModel):
+class EvalItem(OrderedWireModel):
     """One dataset item's run (runner spec §14.2)."""
 
     input: Any = None
@@ -192,10 +192,8 @@ class ScorerStats(Stats):
     """Items where ``applies`` returned false."""
 
 
-class ItemCoverage(WireModel):
+class ItemCoverage(CompleteWireModel):
     """Items per outcome; always all five keys."""
-
-    _always = frozenset(ITEM_OUTCOMES)
 
     completed: int = 0
     """Items whose workflow returned."""
@@ -209,10 +207,8 @@ class ItemCoverage(WireModel):
     """Items stopped mid-flight by the budget."""
 
 
-class ScorerCoverage(WireModel):
+class ScorerCoverage(CompleteWireModel):
     """Scorer details per outcome; always all six keys."""
-
-    _always = frozenset(SCORER_OUTCOMES)
 
     scored: int = 0
     """Valid scores."""
@@ -332,10 +328,8 @@ class DiagnosticManifest(WireModel):
     """When the artifact expires."""
 
 
-class EvalResult(WireModel):
+class EvalResult(CompleteWireModel):
     """One eval run: the top-level object of a results file (runner spec §14.1)."""
-
-    _always = frozenset({"metadata", "total_cost", "duration"})
 
     id: str
     """Random UUID of the run."""
