@@ -15,7 +15,7 @@ from typing import Any
 from axl_action.schema.numbers import js_number
 
 # The C string encoder (ensure_ascii=False flavour): JSON.stringify escapes the same set.
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_str = json.encoder.encode_basestring
 
 
 def _number(x: float) -> str:
