@@ -82,21 +82,21 @@ def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def redact_value(value: Any, *, content: bool = False) -> Any:
+def redact_value(value: Any, *, content: bool = False, extra: Iterable[str] = ()) -> Any:
     """Deep copy of a JSON-like value with secrets (and, with ``content``, texts) replaced.
 
     Content redaction replaces every string under a text-bearing key (``content``, ``text``,
     ``system``...) with a placeholder that keeps only the length, so a capture still shows
     the request's shape and size.
     """
-    return _walk(value, content, parent_is_content=False)
+    return _walk(value, content, tuple(extra), parent_is_content=False)
 
 
-def _walk(value: Any, content: bool, *, parent_is_content: bool) -> Any:
+def _walk(value: Any, content: bool, extra: tuple[str, ...], *, parent_is_content: bool) -> Any:
     if isinstance(value, str):
         if content and parent_is_content:
             return f"[REDACTED:{len(value)} chars]"
-        return redact_secrets(value)
+        return redact_secrets(value, extra)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -104,9 +104,9 @@ def _walk(value: Any, content: bool, *, parent_is_content: bool) -> Any:
             if name.lower() in SECRET_HEADERS and isinstance(item, str):
                 out[name] = REDACTED
                 continue
-            out[name] = _walk(item, content, parent_is_content=content and name in _CONTENT_KEYS)
+            out[name] = _walk(item, content, extra, parent_is_content=content and name in _CONTENT_KEYS)
         return out
     if isinstance(value, list | tuple):
         # A list under a content key (content parts) keeps the content flag for its strings.
-        return [_walk(item, content, parent_is_content=parent_is_content) for item in value]
+        return [_walk(item, content, extra, parent_is_content=parent_is_content) for item in value]
     return value

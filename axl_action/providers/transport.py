@@ -23,7 +23,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from axl_action.providers.errors import ProviderError
-from axl_action.providers.redact import redact_headers, redact_secrets
+from axl_action.providers.redact import redact_headers, redact_secrets, redact_value
 from axl_action.providers.types import CallTiming, WireExchange
 
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid")
@@ -329,10 +329,10 @@ class HttpTransport:
             method="POST",
             url=redact_secrets(url, self._secrets),
             request_headers=safe_headers,
-            request_body=body,
+            request_body=redact_value(body, extra=self._secrets),
             status=status,
             response_headers=redact_headers(dict(resp_headers)),
-            response_body=resp_body,
+            response_body=redact_value(resp_body, extra=self._secrets),
             attempts=attempts,
         )
 
