@@ -90,3 +90,9 @@ class ActionInputError(UsageError):
         super().__init__(f"Invalid input {input_name}{shown}: {allowed}")
         self.input_name = input_name
         self.allowed = allowed
+
+
+class ActionPublishError(AxlError):
+    """The action could not publish a result (artifact, comment, summary) it was asked to."""
+
+    code = "PUBLISH"
