@@ -137,7 +137,7 @@ def test_retention_is_capped_by_the_repository(
 
 
 def test_forged_token_is_refused(fake_github: FakeGitHub) -> None:
-    run, token, sleeps = _setup(fake_github)
+    _, token, sleeps = _setup(fake_github)
     header, payload, _ = token.split(".")
     forged = f"{header}.{payload}.{base64.urlsafe_b64encode(b'x' * 32).rstrip(b'=').decode()}"
     with pytest.raises(ArtifactError, match="refused") as err:
