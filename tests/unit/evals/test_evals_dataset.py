@@ -128,7 +128,7 @@ def test_dropped_annotation_keys_warn_with_paths(capsys: pytest.CaptureFixture[s
 
 
 def test_dropped_annotation_keys_error_and_ignore(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(DatasetError, match="persona.mood"):
+    with pytest.raises(DatasetError, match=r"persona\.mood"):
         dataset("notes", items=ROWS, annotations_schema=Notes, on_extra_annotation_keys="error").get_items()
     ds = dataset("notes", items=ROWS, annotations_schema=Notes, on_extra_annotation_keys="ignore")
     ds.get_items()
