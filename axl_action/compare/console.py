@@ -1,0 +1,82 @@
+"""The compare table printed on stdout (spec §10), byte-compatible with the TS CLI."""
+
+from __future__ import annotations
+
+from axl_action.compare.models import Comparison, ScorerComparison
+from axl_action.compare.text import pad_end, pad_start, to_fixed
+
+HEADER = "  Baseline  Candidate  Delta     Change"
+RULE = "  --------  ---------  --------  ------"
+CI_HEADER = "  CI 95%            Sig"
+CI_RULE = "  ----------------  ---"
+
+
+def _bound(x: float | None) -> str:
+    if x is None:  # only with a single resample; TS would throw here
+        return "null"
+    return ("+" if x >= 0 else "") + to_fixed(x, 4)
+
+
+def _row(name: str, s: ScorerComparison, width: int, has_ci: bool) -> str:
+    sign = "+" if s.delta > 0 else ""
+    row = (
+        "  "
+        + pad_end(name, width)
+        + "  "
+        + pad_start(to_fixed(s.baseline_mean, 3), 8)
+        + "  "
+        + pad_start(to_fixed(s.candidate_mean, 3), 9)
+        + "  "
+        + pad_start(sign + to_fixed(s.delta, 3), 8)
+        + "  "
+        + pad_start(sign + to_fixed(s.delta_percent, 1) + "%", 6)
+    )
+    if has_ci:
+        if s.ci is not None:
+            row += f"  [{_bound(s.ci.lower)}, {_bound(s.ci.upper)}]" + ("  *" if s.significant else "   ")
+        else:
+            row += pad_end("  —", 22)
+    return row
+
+
+def format_compare(comparison: Comparison) -> str:
+    """The stdout block of ``axl-eval compare`` (leading and trailing blank lines included)."""
+    names = list(comparison.scorers)
+    width = max([6, *(len(n) for n in names)])
+    has_ci = any(s.ci is not None for s in comparison.scorers.values())
+    lines = [
+        "",
+        f"Compare: baseline ({comparison.baseline.id[:8]}) -> candidate ({comparison.candidate.id[:8]})",
+        "",
+        "  " + pad_end("Scorer", width) + HEADER + (CI_HEADER if has_ci else ""),
+        "  " + "-" * width + RULE + (CI_RULE if has_ci else ""),
+    ]
+    lines += [_row(name, comparison.scorers[name], width, has_ci) for name in names]
+    timing = comparison.timing
+    if timing is not None:
+        sign = "+" if timing.delta > 0 else ""
+        lines += [
+            "",
+            f"  Timing: baseline {to_fixed(timing.baseline_mean / 1000, 2)}s -> candidate "
+            f"{to_fixed(timing.candidate_mean / 1000, 2)}s ({sign}{to_fixed(timing.delta_percent, 1)}%)",
+        ]
+    cost = comparison.cost
+    if cost is not None:
+        sign = "+" if cost.delta > 0 else ""
+        if cost.delta_percent is None:
+            change = f"{sign}${to_fixed(abs(cost.delta), 2)}, no % from a $0 baseline"
+        else:
+            change = f"{sign}{to_fixed(cost.delta_percent, 1)}%"
+        lines.append(
+            f"  Cost: baseline ${to_fixed(cost.baseline_total, 2)} -> candidate "
+            f"${to_fixed(cost.candidate_total, 2)} ({change})"
+        )
+        if not cost.certified:
+            lines.append(f"        not certified: {cost.reason or 'costs are not comparable'}")
+    lines += [
+        "",
+        f"  Regressions: {len(comparison.regressions)} | Improvements: {len(comparison.improvements)} "
+        f"| Stable: {comparison.stable}",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,483 @@
+"""The compare gates (spec §4, §7.5, §11) as pure functions, and the ``GateReport`` built from them.
+
+Reference behaviour first (the functions named after the TS ones keep its messages verbatim),
+then the report: one ``Gate`` per concern, in a fixed order, each saying what it checked.
+Exit code: 1 iff a gate is ``fail`` or ``refused``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from axl_action.compare.models import Comparison, Gate, GateReport, ItemErrorRate, ScorerComparison
+from axl_action.compare.text import to_fixed
+from axl_action.errors import ItemErrorRateError
+from axl_action.schema import (
+    DEFAULT_MAX_ITEM_ERROR_RATE,
+    EvalResult,
+    compute_coverage,
+    evaluate_item_error_rate,
+    evaluate_scorer_tolerance,
+    format_percent,
+    is_budget_stopped,
+    js_string,
+    read_accounting,
+)
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """The gate flags of ``axl-eval compare``."""
+
+    fail_on_regression: bool = False
+    """``--fail-on-regression``."""
+    max_scorer_error_rate: float | None = None
+    """``--max-scorer-error-rate`` (opt-in; None = gate off, warnings only)."""
+    max_item_error_rate: float | None = None
+    """``--max-item-error-rate``; None means the default 0.05 (the gate is always on)."""
+    max_cost_increase: float | None = None
+    """``--max-cost-increase`` in percent (None = gate off)."""
+
+
+def is_error_rate_limit(v: object) -> bool:
+    """A finite number (not bool) in [0, 1]."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
+
+
+# ---------------------------------------------------------------- reference gate functions
+
+
+def scorer_error_rate_reason(comparison: Comparison, max_scorer_error_rate: float) -> str | None:
+    """``evaluateScorerErrorRateGate`` (spec §4.1): first scorer/side over tolerance, or None.
+
+    Only scorers explicitly typed ``deterministic`` get zero tolerance; unknown types are LLM.
+    """
+    types = comparison.baseline.metadata.get("scorerTypes")
+    types = types if isinstance(types, dict) else {}
+    for name, s in comparison.scorers.items():
+        deterministic = types.get(name) == "deterministic"
+        limit = 0.0 if deterministic else max_scorer_error_rate
+        for side, scored, failed, skipped in _sides(s):
+            verdict = evaluate_scorer_tolerance(
+                scored, failed, "deterministic" if deterministic else "llm", limit
+            )
+            if verdict.zero_sample:
+                cause = (
+                    f"every one of its items was N/A (the `applies` predicate skipped all {skipped})"
+                    if skipped > 0
+                    else "its items errored or produced no score"
+                )
+                return (
+                    f'scorer "{name}" has no scored items on {side} ({cause}) — '
+                    "cannot certify a mean over an empty sample."
+                )
+            if verdict.exceeds:
+                limit_text = (
+                    "deterministic zero-tolerance" if deterministic else f"{to_fixed(limit * 100, 1)}%"
+                )
+                return (
+                    f'scorer "{name}" failed {to_fixed(verdict.rate * 100, 1)}% on {side} '
+                    f"({failed}/{verdict.attempted}), over the {limit_text} limit."
+                )
+    return None
+
+
+def _sides(s: ScorerComparison) -> tuple[tuple[str, int, int, int], ...]:
+    return (
+        ("baseline", s.baseline_scored, s.baseline_failed, s.baseline_skipped),
+        ("candidate", s.candidate_scored, s.candidate_failed, s.candidate_skipped),
+    )
+
+
+def compare_item_error_rates(
+    baseline: Sequence[EvalResult], candidate: Sequence[EvalResult], limit: float | None = None
+) -> list[ItemErrorRate]:
+    """``compareItemErrorRates`` (spec §4.2): every compared run of each side, judged on its own.
+
+    ``limit=None`` means the default 0.05 (TS: an omitted argument). Legacy runs (no coverage)
+    are judged on coverage derived from their items.
+    """
+    value = DEFAULT_MAX_ITEM_ERROR_RATE if limit is None else limit
+    if not is_error_rate_limit(value):
+        raise ItemErrorRateError(
+            f"Invalid maxItemErrorRate ({js_string(value)}): expected a number in [0, 1].",
+            hint="1 disables the item error-rate check",
+        )
+    run_count = min(len(baseline), len(candidate))
+    rates: list[ItemErrorRate] = []
+    for side, runs in (("baseline", baseline), ("candidate", candidate)):
+        for r in range(run_count):
+            run = runs[r]
+            coverage = run.summary.coverage
+            legacy = coverage is None
+            if coverage is None:
+                verdict = evaluate_item_error_rate(
+                    compute_coverage(run.items, []).items, len(run.items), value
+                )
+            else:
+                verdict = evaluate_item_error_rate(coverage.items, run.summary.count, value)
+            rates.append(
+                ItemErrorRate(
+                    side=side,
+                    run_index=r,
+                    run_id=run.id,
+                    legacy=legacy,
+                    failed=verdict.failed,
+                    attempted=verdict.attempted,
+                    rate=verdict.rate,
+                    limit=value,
+                    exceeded=verdict.exceeded,
+                )
+            )
+    return rates
+
+
+def describe_item_error_rate(rate: ItemErrorRate, multi_run: bool) -> str:
+    """``describeItemErrorRate`` (spec §4.3)."""
+    which = f" run {rate.run_index + 1} ({rate.run_id})" if multi_run else f" ({rate.run_id})"
+    legacy = ", derived from the items of a pre-0.24 artifact" if rate.legacy else ""
+    return (
+        f"{rate.side}{which} item error rate {format_percent(rate.rate)} "
+        f"({rate.failed}/{rate.attempted} attempted items failed{legacy})"
+    )
+
+
+def item_error_rate_reason(rates: Sequence[ItemErrorRate], limit: float) -> str | None:
+    """``evaluateItemErrorRateGate`` (spec §4.4) over precomputed rates."""
+    multi_run = any(r.run_index > 0 for r in rates)
+    over = next((r for r in rates if r.exceeded), None)
+    if over is None:
+        return None
+    return (
+        f"coverage: {describe_item_error_rate(over, multi_run)} exceeds the {format_percent(limit)} "
+        "limit — its scores cover only the surviving items. Pass --max-item-error-rate <0..1> "
+        "to accept a thinned side (1 disables the check)."
+    )
+
+
+def item_error_rate_warnings(rates: Sequence[ItemErrorRate]) -> list[str]:
+    """One warning per run that lost items but stayed within the limit (spec §7.5 step 7)."""
+    multi_run = any(r.run_index > 0 for r in rates)
+    return [
+        f"{describe_item_error_rate(r, multi_run)}, within the {format_percent(r.limit)} limit; "
+        "its scores cover only the surviving items."
+        for r in rates
+        if r.failed > 0 and not r.exceeded
+    ]
+
+
+def thinned_sample_warnings(comparison: Comparison) -> list[str]:
+    """Scorers that failed on some items (spec §7.5 step 5, first signal)."""
+    out = []
+    for name, s in comparison.scorers.items():
+        if s.baseline_failed > 0 or s.candidate_failed > 0:
+            out.append(
+                f'scorer "{name}" failed on some items (baseline {s.baseline_failed}/'
+                f"{s.baseline_failed + s.baseline_scored}, candidate {s.candidate_failed}/"
+                f"{s.candidate_failed + s.candidate_scored}); the means above are computed over "
+                "the surviving sample."
+            )
+    return out
+
+
+def divergent_skip_notes(comparison: Comparison) -> list[str]:
+    """Scorers whose N/A sets differ between sides (spec §7.5 step 5, second signal)."""
+    out = []
+    for name, s in comparison.scorers.items():
+        b_sk, c_sk = s.baseline_skipped, s.candidate_skipped
+        min_scored = min(s.baseline_scored, s.candidate_scored)
+        if (b_sk > 0 or c_sk > 0) and (b_sk != c_sk or s.n < min_scored):
+            out.append(
+                f'scorer "{name}" applies to different subsets per side (baseline {b_sk} N/A, '
+                f"candidate {c_sk} N/A; {s.n} item(s) scored on both); the two means cover "
+                "different applicable subsets, so compare the delta with care."
+            )
+    return out
+
+
+def scorer_subset_sides(baseline: EvalResult, candidate: EvalResult) -> list[tuple[str, list[str]]]:
+    """Sides produced with ``--scorers`` (``metadata.scorerFiltered``), with the scorers they ran."""
+    out = []
+    for side, run in (("baseline", baseline), ("candidate", candidate)):
+        if run.metadata.get("scorerFiltered") is True:
+            ran = run.metadata.get("scorersRun")
+            out.append((side, [str(x) for x in ran] if isinstance(ran, list) else []))
+    return out
+
+
+def scorer_subset_warning(side: str, ran: Sequence[str]) -> str:
+    """The WARNING printed for a side run with ``--scorers``."""
+    listed = f" (ran: {', '.join(ran)})" if ran else ""
+    return (
+        f"{side} was run with --scorers — it tested only a subset{listed}, so this comparison is incomplete."
+    )
+
+
+def scorer_subset_refusal(sides: Sequence[str]) -> str:
+    """The refusal when ``--fail-on-regression`` meets a scorer subset."""
+    return (
+        f"{', '.join(sides)} was run with --scorers (a scorer subset); re-run without --scorers "
+        "for a complete baseline."
+    )
+
+
+def _significant(s: ScorerComparison, use_holm: bool) -> bool | None:
+    return s.holm_significant if use_holm and s.holm_significant is not None else s.significant
+
+
+def regression_fails(comparison: Comparison) -> bool:
+    """``--fail-on-regression`` decision (spec §7.5 step 8); Holm-corrected when enabled.
+
+    Only when item-level regressions exist: with significance available, fail iff some scorer
+    dropped significantly; without any CI (every n < 2), fail.
+    """
+    if not comparison.regressions:
+        return False
+    scorers = comparison.scorers.values()
+    if any(s.significant is not None for s in scorers):
+        return any(_significant(s, comparison.holm) is True and s.delta < 0 for s in scorers)
+    return True
+
+
+# ---------------------------------------------------------------- the gate report
+
+
+def _budget_gate(baseline: Sequence[EvalResult], candidate: Sequence[EvalResult]) -> Gate:
+    stopped: list[str] = []
+    limit: float | None = None
+    spend: float | None = None
+    for side, runs in (("baseline", baseline), ("candidate", candidate)):
+        for run in runs:
+            acc = read_accounting(run)
+            if acc.budget is not None and side == "candidate":
+                limit, spend = acc.budget.limit, acc.budget.known_spend
+            if is_budget_stopped(run) and acc.budget is not None:
+                items = run.summary.coverage.items if run.summary.coverage else None
+                refused = (
+                    f": {items.budget_skipped} case(s) never started, {items.budget_interrupted} stopped mid-flight"
+                    if items
+                    else ""
+                )
+                stopped.append(
+                    f"{side} run {run.id} was stopped by its ${to_fixed(acc.budget.limit, 2)} budget{refused}"
+                )
+    if stopped:
+        return Gate(
+            name="budget",
+            status="warn",
+            limit=limit,
+            observed=spend,
+            message=f"{stopped[0]} — its scores and cost cover only the work the budget admitted.",
+            details=stopped[1:],
+        )
+    if limit is None:
+        return Gate(name="budget", status="skipped", message="No budget was configured on the candidate.")
+    return Gate(
+        name="budget",
+        status="pass",
+        limit=limit,
+        observed=spend,
+        message=f"Candidate spent ${to_fixed(spend or 0, 2)} of its ${to_fixed(limit, 2)} budget and was not stopped.",
+    )
+
+
+def _item_gate(rates: list[ItemErrorRate], limit: float) -> Gate:
+    worst = max((r.rate for r in rates), default=0.0)
+    reason = item_error_rate_reason(rates, limit)
+    warnings = item_error_rate_warnings(rates)
+    if reason is not None:
+        return Gate(
+            name="item-error-rate",
+            status="refused",
+            limit=limit,
+            observed=worst,
+            message=reason,
+            details=warnings,
+        )
+    if warnings:
+        return Gate(
+            name="item-error-rate",
+            status="warn",
+            limit=limit,
+            observed=worst,
+            message=warnings[0],
+            details=warnings[1:],
+        )
+    return Gate(
+        name="item-error-rate",
+        status="pass",
+        limit=limit,
+        observed=worst,
+        message=f"No compared run lost items in the workflow (limit {format_percent(limit)}).",
+    )
+
+
+def _scorer_gate(comparison: Comparison, limit: float | None) -> Gate:
+    details = thinned_sample_warnings(comparison) + divergent_skip_notes(comparison)
+    rates = [
+        failed / (scored + failed)
+        for s in comparison.scorers.values()
+        for _, scored, failed, _ in _sides(s)
+        if scored + failed > 0
+    ]
+    worst = max(rates, default=0.0)
+    if limit is None:
+        if thinned_sample_warnings(comparison):
+            return Gate(
+                name="scorer-error-rate",
+                status="warn",
+                observed=worst,
+                message="Some scorers failed on some items; pass --max-scorer-error-rate <0..1> to fail CI on a thinned sample.",
+                details=details,
+            )
+        return Gate(
+            name="scorer-error-rate",
+            status="skipped",
+            observed=worst,
+            message="No scorer failed on any item (gate not enabled: --max-scorer-error-rate).",
+            details=details,
+        )
+    reason = scorer_error_rate_reason(comparison, limit)
+    if reason is not None:
+        return Gate(
+            name="scorer-error-rate",
+            status="refused",
+            limit=limit,
+            observed=worst,
+            message=reason,
+            details=details,
+        )
+    return Gate(
+        name="scorer-error-rate",
+        status="pass",
+        limit=limit,
+        observed=worst,
+        message=f"Every scorer stayed within its failure tolerance ({format_percent(limit)} for LLM scorers, 0 for deterministic ones).",
+        details=details,
+    )
+
+
+def _regressions_gate(
+    comparison: Comparison, options: GateOptions, subset: list[tuple[str, list[str]]]
+) -> Gate:
+    count = len(comparison.regressions)
+    if options.fail_on_regression and subset:
+        return Gate(
+            name="regressions",
+            status="refused",
+            observed=count,
+            message=scorer_subset_refusal([side for side, _ in subset]),
+        )
+    fails = regression_fails(comparison)
+    dropped = [
+        name
+        for name, s in comparison.scorers.items()
+        if _significant(s, comparison.holm) is True and s.delta < 0
+    ]
+    if fails:
+        what = (
+            f"significant drop in {', '.join(dropped)}"
+            if dropped
+            else "no scorer has two paired samples to test significance"
+        )
+        message = f"{count} item-level regression(s) and {what}."
+    elif count:
+        message = f"{count} item-level regression(s), but no scorer dropped significantly."
+    else:
+        message = "No item-level regressions."
+    if not options.fail_on_regression:
+        status = "warn" if fails else "skipped"
+        if fails:
+            message += " Pass --fail-on-regression to fail CI on this."
+        return Gate(name="regressions", status=status, observed=count, message=message)
+    return Gate(name="regressions", status="fail" if fails else "pass", observed=count, message=message)
+
+
+def _cost_gate(comparison: Comparison, limit: float | None) -> Gate:
+    cost = comparison.cost
+    if cost is None:
+        message = "Cannot certify a cost change: neither side recorded spend or accounting."
+        return Gate(
+            name="cost", status="warn" if limit is not None else "skipped", limit=limit, message=message
+        )
+    if not cost.certified:
+        message = f"Cannot certify the cost change: {cost.reason or 'costs are not comparable'}"
+        return Gate(
+            name="cost",
+            status="warn" if limit is not None else "skipped",
+            limit=limit,
+            observed=cost.delta_percent,
+            message=message,
+        )
+    change = (
+        f"{'+' if cost.delta > 0 else ''}{to_fixed(cost.delta_percent, 1)}%"
+        if cost.delta_percent is not None
+        else f"${to_fixed(cost.baseline_total, 2)} -> ${to_fixed(cost.candidate_total, 2)} from a $0 baseline"
+    )
+    if limit is None:
+        return Gate(
+            name="cost",
+            status="skipped",
+            observed=cost.delta_percent,
+            message=f"Certified cost change {change} (gate not enabled: --max-cost-increase).",
+        )
+    if cost.delta_percent is None:
+        over = cost.candidate_total > 0
+    else:
+        over = cost.delta_percent > limit
+    verb = "exceeds" if over else "is within"
+    return Gate(
+        name="cost",
+        status="fail" if over else "pass",
+        limit=limit,
+        observed=cost.delta_percent,
+        message=f"Certified cost change {change} {verb} the +{to_fixed(limit, 1)}% limit.",
+    )
+
+
+def _compatibility_gate(comparison: Comparison) -> Gate:
+    compat = comparison.compatibility
+    if compat.status == "changed":
+        return Gate(
+            name="compatibility",
+            status="warn",
+            message=f"The sides are not measuring exactly the same thing: {compat.messages[0]}.",
+            details=compat.messages[1:],
+        )
+    if compat.status == "unknown":
+        return Gate(
+            name="compatibility",
+            status="skipped",
+            message="No dataset/scorer fingerprint on one side (TypeScript or pre-0.24 file): compatibility unknown.",
+        )
+    return Gate(
+        name="compatibility",
+        status="pass",
+        message="Same dataset, scorers, configuration and pricing table on both sides.",
+    )
+
+
+def evaluate_gates(
+    comparison: Comparison,
+    baseline: Sequence[EvalResult],
+    candidate: Sequence[EvalResult],
+    options: GateOptions | None = None,
+) -> GateReport:
+    """Apply every gate; ``baseline``/``candidate`` are the full run lists the comparison used."""
+    opts = options or GateOptions()
+    limit = DEFAULT_MAX_ITEM_ERROR_RATE if opts.max_item_error_rate is None else opts.max_item_error_rate
+    run_count = comparison.baseline.run_count
+    b_runs, c_runs = list(baseline)[:run_count], list(candidate)[:run_count]
+    rates = compare_item_error_rates(b_runs, c_runs, limit)
+    subset = scorer_subset_sides(b_runs[0], c_runs[0])
+    gates = [
+        _budget_gate(b_runs, c_runs),
+        _item_gate(rates, limit),
+        _scorer_gate(comparison, opts.max_scorer_error_rate),
+        _regressions_gate(comparison, opts, subset),
+        _cost_gate(comparison, opts.max_cost_increase),
+        _compatibility_gate(comparison),
+    ]
+    return GateReport(gates=gates, item_rates=rates)
