@@ -1,0 +1,94 @@
+"""Reports: the sticky PR comment, the job summary and the single-file HTML report.
+
+Pure: every function takes loaded results/comparisons and returns text; writing files and
+posting comments belong to the CLI and the GitHub layer.
+
+    ctx = build_report_context(candidate, baseline, comparison, gates, run_info)
+    render_comment(ctx)   -> Markdown, <= 65,536 characters, ends with comment_marker(suite)
+    render_summary(ctx)   -> Markdown, <= 1,000,000 bytes
+    render_report_html(ctx, candidate, baseline, comparison) -> one offline HTML file
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from axl_action.compare.models import Comparison
+from axl_action.report.context import build_report_context, own_gates
+from axl_action.report.explorer import ExplorerPayload, build_explorer
+from axl_action.report.models import ReportContext, ReportLimits, RunInfo
+from axl_action.report.render import (
+    COMMENT_LIMIT,
+    SUMMARY_LIMIT_BYTES,
+    comment_marker,
+    content_security_policy,
+    render_comment,
+    render_html,
+    render_summary,
+)
+from axl_action.schema import EvalItem, EvalResult, item_key
+
+
+def _first(value: EvalResult | Sequence[EvalResult] | None) -> EvalResult | None:
+    if value is None or isinstance(value, EvalResult):
+        return value
+    return value[0] if value else None
+
+
+def _paired_baseline(
+    candidate: EvalResult, baseline: EvalResult, comparison: Comparison | None
+) -> EvalResult:
+    """The baseline reordered so item i pairs with candidate item i (key matching)."""
+    if comparison is None or comparison.compatibility.items.mode != "key":
+        return baseline
+    by_key = {item_key(it.input): it for it in baseline.items}
+    items = [
+        by_key.get(item_key(it.input)) or EvalItem(input=it.input, output=None) for it in candidate.items
+    ]
+    return baseline.model_copy(update={"items": items})
+
+
+def render_report_html(
+    ctx: ReportContext,
+    candidate: EvalResult | Sequence[EvalResult],
+    baseline: EvalResult | Sequence[EvalResult] | None = None,
+    comparison: Comparison | None = None,
+) -> str:
+    """The single-file HTML report for these results (first run of each side)."""
+    cand = _first(candidate)
+    assert cand is not None
+    base = _first(baseline)
+    paired = _paired_baseline(cand, base, comparison) if base is not None else None
+    regressions: list[tuple[int, str]] = []
+    improvements: list[tuple[int, str]] = []
+    if comparison is not None:
+        for ch in comparison.regressions:
+            regressions.append(
+                (ch.candidate_index if ch.candidate_index is not None else ch.item_index, ch.scorer)
+            )
+        for ch in comparison.improvements:
+            improvements.append(
+                (ch.candidate_index if ch.candidate_index is not None else ch.item_index, ch.scorer)
+            )
+    names = [s.name for s in ctx.scorers] or list(cand.summary.scorers)
+    explorer = build_explorer(cand, paired, names, regressions=regressions, improvements=improvements)
+    return render_html(ctx, explorer, candidate=cand, baseline=base)
+
+
+__all__ = [
+    "COMMENT_LIMIT",
+    "SUMMARY_LIMIT_BYTES",
+    "ExplorerPayload",
+    "ReportContext",
+    "ReportLimits",
+    "RunInfo",
+    "build_explorer",
+    "build_report_context",
+    "comment_marker",
+    "content_security_policy",
+    "own_gates",
+    "render_comment",
+    "render_html",
+    "render_report_html",
+    "render_summary",
+]

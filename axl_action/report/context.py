@@ -1,0 +1,534 @@
+"""``build_report_context``: results + comparison + gates -> what every report shows. No I/O.
+
+Works in three situations:
+
+* a comparison and its gates (the usual PR run);
+* a baseline and a comparison but no gates (``axl-eval report`` without gate flags);
+* the candidate alone ("no baseline yet"): its own figures, and the gates it can answer on
+  its own (budget, item error rate, scorer errors); the comparative gates show as skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from axl_action.compare.models import Comparison, Gate, GateReport, ItemChange
+from axl_action.evals.console import (
+    format_budget_line,
+    format_coverage_line,
+    format_failure_causes,
+    format_known_spend,
+)
+from axl_action.report.escape import to_text, truncate
+from axl_action.report.explorer import display_text, reasoning_of
+from axl_action.report.formatting import count, pct, signed_pct, usd
+from axl_action.report.models import (
+    AccountingPanel,
+    CostBlock,
+    GateRow,
+    ItemExcerpt,
+    Links,
+    ModelTimingRow,
+    Provenance,
+    ReportContext,
+    ReportLimits,
+    RunInfo,
+    RunSide,
+    ScoreChange,
+    ScorerRow,
+    TimingBlock,
+)
+from axl_action.report.render import comment_marker
+from axl_action.schema import (
+    DEFAULT_MAX_ITEM_ERROR_RATE,
+    EvalResult,
+    Stats,
+    coverage_of,
+    evaluate_item_error_rate,
+    is_budget_stopped,
+    item_key,
+    read_accounting,
+    scorer_counts,
+)
+
+GATE_LABELS = {
+    "budget": "Budget",
+    "item-error-rate": "Item error rate",
+    "scorer-error-rate": "Scorer error rate",
+    "regressions": "Regressions",
+    "cost": "Cost",
+    "compatibility": "Compatibility",
+}
+
+#: What the context keeps; renderers show less (see render.COMMENT_STEPS).
+STORE_LIMITS = ReportLimits(top_items=5000, excerpt_chars=600)
+
+
+def _runs(value: EvalResult | Sequence[EvalResult]) -> list[EvalResult]:
+    return [value] if isinstance(value, EvalResult) else list(value)
+
+
+def _side(runs: list[EvalResult]) -> RunSide:
+    ref = runs[0]
+    return RunSide(
+        id=ref.id,
+        dataset=ref.dataset,
+        timestamp=ref.timestamp,
+        items=len(ref.items),
+        failures=ref.summary.failures,
+        duration_ms=ref.duration,
+        run_count=len(runs),
+    )
+
+
+def _light_wire(result: EvalResult) -> dict[str, Any]:
+    # The console formatters read wire dicts; only summary and failure causes are needed,
+    # and dumping 10,000 full items just for that would dominate render time.
+    return {
+        "summary": result.summary.to_wire(),
+        "items": [
+            {"outcome": it.outcome, "failure": it.failure.to_wire() if it.failure else None}
+            for it in result.items
+            if it.outcome == "failed"
+        ],
+    }
+
+
+def _strip(line: str | None, prefix: str) -> str | None:
+    if line is None:
+        return None
+    text = line.strip()
+    return text[len(prefix) :].strip() if text.startswith(prefix) else text
+
+
+def _format_gate_value(name: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if name in ("item-error-rate", "scorer-error-rate"):
+        return pct(value)
+    if name == "budget":
+        return usd(value)
+    if name == "cost":
+        return signed_pct(value)
+    return count(value)
+
+
+def _gate_row(gate: Gate) -> GateRow:
+    limit = "none" if gate.limit is None else _format_gate_value(gate.name, gate.limit)
+    if gate.name == "cost" and gate.limit is not None:
+        limit = f"+{gate.limit:g}%"
+    message = gate.message
+    if gate.details and gate.status != "pass":
+        message += " " + " ".join(gate.details[:3])
+    return GateRow(
+        name=gate.name,
+        label=GATE_LABELS.get(gate.name, gate.name),
+        limit=limit,
+        observed=_format_gate_value(gate.name, gate.observed),
+        status=gate.status,
+        message=message,
+    )
+
+
+def own_gates(candidate: EvalResult, *, max_item_error_rate: float | None = None) -> list[GateRow]:
+    """The gates one result can answer without a baseline (its own figures)."""
+    rows: list[GateRow] = []
+    acc = read_accounting(candidate)
+    if acc.budget is not None:
+        stopped = is_budget_stopped(candidate)
+        rows.append(
+            GateRow(
+                name="budget",
+                label="Budget",
+                limit=usd(acc.budget.limit),
+                observed=usd(acc.budget.known_spend),
+                status="fail" if stopped else "pass",
+                message=(
+                    "the budget closed and refused work, so this run is incomplete by design"
+                    if stopped
+                    else f"budget {acc.budget.status}"
+                ),
+            )
+        )
+    else:
+        rows.append(
+            GateRow(
+                name="budget",
+                label="Budget",
+                limit="none",
+                observed=usd(acc.known_cost),
+                status="skipped",
+                message="no budget configured",
+            )
+        )
+    cov = coverage_of(candidate)
+    rate = candidate.summary.item_error_rate
+    if rate is None:
+        limit = DEFAULT_MAX_ITEM_ERROR_RATE if max_item_error_rate is None else max_item_error_rate
+        rate = evaluate_item_error_rate(cov.items, len(candidate.items), limit)
+    elif max_item_error_rate is not None:
+        rate = evaluate_item_error_rate(cov.items, len(candidate.items), max_item_error_rate)
+    rows.append(
+        GateRow(
+            name="item-error-rate",
+            label="Item error rate",
+            limit=pct(rate.limit),
+            observed=f"{pct(rate.rate)} ({rate.failed} of {rate.attempted})",
+            status="fail" if rate.exceeded else ("warn" if rate.failed else "pass"),
+            message=(
+                f"{rate.failed} of {rate.attempted} attempted items failed in the workflow"
+                if rate.failed
+                else "no item failed"
+            ),
+        )
+    )
+    counts = [scorer_counts(candidate.items, name) for name in candidate.scorer_names]
+    failed = sum(f for _, f, _ in counts)
+    attempted = sum(s + f for s, f, _ in counts)
+    degraded = candidate.summary.degraded or []
+    rows.append(
+        GateRow(
+            name="scorer-error-rate",
+            label="Scorer error rate",
+            limit="per scorer" if degraded else "none",
+            observed=f"{pct(failed / attempted if attempted else 0)} ({failed} of {attempted})",
+            status="fail" if degraded else ("warn" if failed else "pass"),
+            message=(
+                "over tolerance: " + ", ".join(d.scorer for d in degraded)
+                if degraded
+                else (f"{failed} scorer call(s) failed" if failed else "no scorer failed")
+            ),
+        )
+    )
+    for name in ("regressions", "cost"):
+        rows.append(
+            GateRow(
+                name=name,
+                label=GATE_LABELS[name],
+                limit="—",
+                observed="—",
+                status="skipped",
+                message="no baseline yet",
+            )
+        )
+    return rows
+
+
+def _scorer_rows(
+    candidate: EvalResult,
+    comparison: Comparison | None,
+) -> list[ScorerRow]:
+    types = candidate.scorer_types
+    rows: list[ScorerRow] = []
+    if comparison is None:
+        for name, stats in candidate.summary.scorers.items():
+            scored, failed, skipped = scorer_counts(candidate.items, name)
+            rows.append(
+                ScorerRow(
+                    name=name,
+                    kind=types.get(name),
+                    candidate_mean=stats.mean if scored else None,
+                    verdict="new",
+                    scored=scored,
+                    failed=failed,
+                    skipped=skipped,
+                )
+            )
+        return rows
+    reg: dict[str, int] = {}
+    imp: dict[str, int] = {}
+    for ch in comparison.regressions:
+        reg[ch.scorer] = reg.get(ch.scorer, 0) + 1
+    for ch in comparison.improvements:
+        imp[ch.scorer] = imp.get(ch.scorer, 0) + 1
+    for name, s in comparison.scorers.items():
+        rows.append(
+            ScorerRow(
+                name=name,
+                kind=s.scorer_type if s.scorer_type != "unknown" else None,
+                baseline_mean=s.baseline_mean,
+                candidate_mean=s.candidate_mean,
+                delta=s.delta,
+                delta_percent=s.delta_percent,
+                ci_lower=s.ci.lower if s.ci else None,
+                ci_upper=s.ci.upper if s.ci else None,
+                significant=s.significant,
+                verdict=s.verdict,
+                threshold=s.threshold,
+                mde=s.mde,
+                regressed_items=reg.get(name, 0),
+                improved_items=imp.get(name, 0),
+                scored=s.candidate_scored,
+                failed=s.candidate_failed,
+                skipped=s.candidate_skipped,
+                n=s.n,
+            )
+        )
+    return rows
+
+
+def _stat_mean(value: Stats | float | None) -> float | None:
+    if value is None:
+        return None
+    return value if isinstance(value, int | float) else value.mean
+
+
+def _stat_p95(value: Stats | float | None) -> float | None:
+    return value.p95 if isinstance(value, Stats) else None
+
+
+def _model_timing(candidate: EvalResult) -> list[ModelTimingRow]:
+    rows: list[ModelTimingRow] = []
+    for model, t in (candidate.summary.model_timing or {}).items():
+        rows.append(
+            ModelTimingRow(
+                model=model,
+                calls=t.calls,
+                wire_mean_ms=_stat_mean(t.wire_ms),
+                wire_p95_ms=_stat_p95(t.wire_ms),
+                first_token_mean_ms=_stat_mean(t.first_token_ms),
+                queued_mean_ms=_stat_mean(t.queued_ms),
+                retry_mean_ms=_stat_mean(t.retry_ms),
+                rate_limited=t.rate_limit_retries or 0,
+            )
+        )
+    return rows
+
+
+def _cand_index(change: ItemChange) -> int:
+    return change.candidate_index if change.candidate_index is not None else change.item_index
+
+
+def _top_regressions(
+    candidate: EvalResult,
+    baseline: EvalResult | None,
+    comparison: Comparison,
+    limits: ReportLimits,
+) -> tuple[list[ItemExcerpt], int]:
+    by_item: dict[int, list[ItemChange]] = {}
+    for ch in comparison.regressions:
+        by_item.setdefault(_cand_index(ch), []).append(ch)
+    improved_or_reg: dict[int, dict[str, ItemChange]] = {}
+    for ch in [*comparison.regressions, *comparison.improvements]:
+        improved_or_reg.setdefault(_cand_index(ch), {})[ch.scorer] = ch
+    baseline_index = {_cand_index(ch): ch.item_index for ch in comparison.regressions}
+    order = sorted(by_item, key=lambda i: (min(ch.delta for ch in by_item[i]), i))
+    excerpts: list[ItemExcerpt] = []
+    n = limits.excerpt_chars
+    for i in order[: limits.top_items]:
+        regs = sorted(by_item[i], key=lambda ch: (ch.delta, ch.scorer))
+        changes = [
+            ScoreChange(
+                scorer=ch.scorer,
+                baseline=ch.baseline_score,
+                candidate=ch.candidate_score,
+                delta=ch.delta,
+                regressed=True,
+            )
+            for ch in regs
+        ]
+        others = improved_or_reg.get(i, {})
+        changes += [
+            ScoreChange(
+                scorer=ch.scorer, baseline=ch.baseline_score, candidate=ch.candidate_score, delta=ch.delta
+            )
+            for name, ch in sorted(others.items())
+            if all(c.scorer != name for c in regs)
+        ]
+        c_item = candidate.items[i] if i < len(candidate.items) else None
+        bi = baseline_index.get(i, i)
+        b_item = baseline.items[bi] if baseline is not None and bi < len(baseline.items) else None
+        worst = regs[0]
+        reasoning = None
+        if c_item is not None and c_item.score_details:
+            detail = c_item.score_details.get(worst.scorer)
+            text = reasoning_of(detail.metadata) if detail is not None else ""
+            reasoning = truncate(text, n) if text else None
+        c_out = "" if c_item is None else display_text(c_item.output)
+        if c_item is not None and c_item.bucket != "completed":
+            c_out = c_out or (c_item.error or c_item.bucket)
+        excerpts.append(
+            ItemExcerpt(
+                index=i,
+                key=item_key(worst.input),
+                input=truncate(to_text(worst.input), n),
+                baseline_output=truncate(display_text(b_item.output), n) if b_item is not None else "",
+                candidate_output=truncate(c_out, n),
+                changes=changes,
+                worst_delta=worst.delta,
+                reasoning=reasoning,
+                outcome=c_item.bucket if c_item is not None else "completed",
+            )
+        )
+    return excerpts, len(by_item)
+
+
+def _accounting_panel(candidate: EvalResult) -> AccountingPanel:
+    acc = read_accounting(candidate)
+    fp = candidate.metadata.get("fingerprint")
+    pricing = fp.get("pricingVersion") if isinstance(fp, Mapping) else None
+    budget = _strip(format_budget_line(acc.to_wire()), "Budget:")
+    usage = {k: v for k, v in acc.usage.to_wire().items() if isinstance(v, int | float) and v}
+    return AccountingPanel(
+        completeness=acc.completeness,
+        reasons=dict(acc.reasons),
+        usage=usage,
+        operations={
+            "total": acc.operations.total,
+            "settled": acc.operations.settled,
+            "unknown": acc.operations.unknown,
+            "denied": acc.operations.denied,
+        },
+        by_kind=dict(acc.operations.by_kind),
+        breakdown={
+            "generation": acc.breakdown.generation,
+            "judging": acc.breakdown.judging,
+            "external": acc.breakdown.external,
+        },
+        provenance=dict(acc.provenance),
+        budget=budget,
+        pricing_version=str(pricing) if pricing is not None else None,
+        scope=acc.scope,
+    )
+
+
+def _warnings(comparison: Comparison | None, run_info: RunInfo) -> list[str]:
+    out: list[str] = []
+    if comparison is not None:
+        out += comparison.compatibility.messages
+        for label, side in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
+            if side.partial is not None:
+                out.append(
+                    f"The {label} batch is partial: {side.partial.completed} of "
+                    f"{side.partial.attempted} runs completed."
+                )
+        if comparison.compatibility.items.reason:
+            out.append(comparison.compatibility.items.reason)
+    out += [w for w in run_info.warnings if w not in out]
+    return out
+
+
+def build_report_context(
+    candidate: EvalResult | Sequence[EvalResult],
+    baseline: EvalResult | Sequence[EvalResult] | None = None,
+    comparison: Comparison | None = None,
+    gates: GateReport | None = None,
+    run_info: RunInfo | None = None,
+    limits: ReportLimits = STORE_LIMITS,
+) -> ReportContext:
+    """Everything the comment, summary and HTML report show, from already-loaded inputs."""
+    info = run_info or RunInfo()
+    c_runs = _runs(candidate)
+    b_runs = _runs(baseline) if baseline is not None else []
+    cand = c_runs[0]
+    base = b_runs[0] if b_runs else None
+    suite = info.suite or cand.dataset
+    has_baseline = base is not None and comparison is not None
+
+    gate_rows = [_gate_row(g) for g in gates.gates] if gates is not None else own_gates(cand)
+    failing = [g.label for g in gate_rows if g.status in ("fail", "refused")]
+    warning = [g.label for g in gate_rows if g.status == "warn"]
+    verdict = "fail" if failing else ("warn" if warning else "pass")
+
+    acc = read_accounting(cand)
+    cost: CostBlock | None
+    if comparison is not None and comparison.cost is not None:
+        cc = comparison.cost
+        cost = CostBlock(
+            candidate_total=cc.candidate_total,
+            candidate_text=format_known_spend(acc.to_wire()),
+            baseline_total=cc.baseline_total,
+            baseline_text=format_known_spend(read_accounting(base).to_wire()) if base is not None else None,
+            delta=cc.delta,
+            delta_percent=cc.delta_percent,
+            certified=cc.certified,
+            reason=cc.reason,
+        )
+    else:
+        cost = CostBlock(candidate_total=acc.known_cost, candidate_text=format_known_spend(acc.to_wire()))
+
+    wire = _light_wire(cand)
+    coverage_line = _strip(format_coverage_line({"summary": wire["summary"]}), "Items:")
+    causes = _strip(format_failure_causes(wire), "Failure causes:")
+
+    timing: TimingBlock | None = None
+    if comparison is not None and comparison.timing is not None:
+        t = comparison.timing
+        timing = TimingBlock(
+            candidate_mean_ms=t.candidate_mean,
+            baseline_mean_ms=t.baseline_mean,
+            delta_percent=t.delta_percent,
+        )
+    elif cand.summary.timing is not None:
+        timing = TimingBlock(candidate_mean_ms=cand.summary.timing.mean)
+
+    top: list[ItemExcerpt] = []
+    regressed_items = 0
+    if comparison is not None:
+        top, regressed_items = _top_regressions(cand, base, comparison, limits)
+
+    errors: list[str] = []
+    error_items = 0
+    for it in cand.items:
+        if it.scorer_errors:
+            error_items += 1
+            for e in it.scorer_errors:
+                if e not in errors and len(errors) < 5:
+                    errors.append(e)
+
+    provenance = None
+    if base is not None:
+        provenance = Provenance(
+            baseline_id=base.id,
+            commit_sha=info.baseline_commit_sha,
+            branch=info.baseline_branch,
+            run_id=info.baseline_run_id,
+            run_url=_safe_url(info.baseline_run_url),
+            age=info.baseline_age,
+            reason=info.baseline_reason,
+        )
+
+    return ReportContext(
+        suite=suite,
+        marker=comment_marker(suite),
+        verdict=verdict,
+        failing_gates=failing,
+        warning_gates=warning,
+        has_baseline=has_baseline,
+        summary_sentence=comparison.summary if comparison is not None else None,
+        candidate=_side(c_runs),
+        baseline=_side(b_runs) if b_runs else None,
+        gates=gate_rows,
+        scorers=_scorer_rows(cand, comparison),
+        cost=cost,
+        budget_line=_strip(format_budget_line(acc.to_wire()), "Budget:"),
+        coverage_line=coverage_line,
+        failure_causes=causes,
+        timing=timing,
+        model_timing=_model_timing(cand),
+        provenance=provenance,
+        warnings=_warnings(comparison, info),
+        regressions_total=len(comparison.regressions) if comparison else 0,
+        improvements_total=len(comparison.improvements) if comparison else 0,
+        regressed_items_total=regressed_items,
+        top_regressions=top,
+        scorer_errors=errors,
+        scorer_error_items=error_items,
+        accounting=_accounting_panel(cand),
+        links=Links(
+            run_url=_safe_url(info.run_url),
+            report_url=_safe_url(info.report_url),
+            baseline_run_url=_safe_url(info.baseline_run_url),
+        ),
+        generated_at=info.generated_at,
+        limits=limits,
+    )
+
+
+def _safe_url(url: str | None) -> str | None:
+    """Only plain http(s) URLs without spaces, quotes or brackets reach a Markdown link."""
+    if not url:
+        return None
+    return url if re.fullmatch(r"https?://[^\s()<>\[\]\"'`]+", url) else None

@@ -1,0 +1,237 @@
+"""Item-explorer data for the HTML report: thin rows for the list, heavy text for the detail.
+
+The list must be interactive at once for 10,000 items, so each row is a small array (index,
+title, outcomes, flags, cost, latency, both sides' scores, regressed scorers). The text an
+item detail needs (input, annotations, both outputs, judge reasoning, errors) sits in a
+second array; above ``COMPRESS_ABOVE`` bytes it is stored raw-deflated and base64-encoded
+and the page inflates it with the browser's built-in ``DecompressionStream`` after the list
+is up. Items are paired by index, as the compare engine pairs them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from axl_action.report.escape import json_for_script, to_text, truncate
+from axl_action.schema import EvalItem, EvalResult, item_key
+
+FLAG_REGRESSED = 1
+FLAG_IMPROVED = 2
+FLAG_CHANGED = 4
+FLAG_FAILED = 8
+FLAG_BUDGET = 16
+FLAG_SKIPPED = 32
+FLAG_SCORER_ERRORS = 64
+
+#: Detail JSON larger than this is deflated (a 10,000-item run stays well under 10 MB).
+COMPRESS_ABOVE = 1_000_000
+#: Longest text kept per field in the detail; the rest is cut with a note.
+MAX_FIELD_CHARS = 20_000
+TITLE_CHARS = 140
+REASON_KEYS = ("reasoning", "reason", "explanation", "rationale")
+
+
+@dataclass(frozen=True)
+class ExplorerPayload:
+    """The two ``<script type="application/json">`` bodies of the report."""
+
+    rows_json: str
+    """Rows, scorer names and flags (Lighthouse-escaped JSON)."""
+    details_text: str
+    """Detail array: escaped JSON, or base64 of raw-deflated JSON."""
+    details_encoding: str
+    """``json`` or ``deflate-raw+base64``."""
+    items: int
+    """Number of rows."""
+
+
+def display_text(value: Any) -> str:
+    """An output or input for reading: strings verbatim, structures pretty-printed."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_FIELD_CHARS:
+        return text
+    return text[:MAX_FIELD_CHARS] + f"\n… ({len(text) - MAX_FIELD_CHARS:,} more characters not shown)"
+
+
+def reasoning_of(metadata: dict[str, Any] | None) -> str:
+    """A scorer's explanation: the usual reasoning key, else its whole metadata as JSON."""
+    if not metadata:
+        return ""
+    for key in REASON_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            rest = {k: v for k, v in metadata.items() if k != key}
+            return value + ("\n\n" + display_text(rest) if rest else "")
+    return display_text(metadata)
+
+
+def _failure_text(item: EvalItem) -> str:
+    if item.bucket == "completed":
+        return ""
+    parts = [item.error or item.bucket]
+    f = item.failure
+    if f is not None:
+        bits = [f.name]
+        if f.provider:
+            bits.append(f"provider {f.provider}")
+        if f.status is not None:
+            bits.append("network error" if f.status == 0 else f"HTTP {f.status:g}")
+        if f.retryable is not None:
+            bits.append("retryable" if f.retryable else "not retryable")
+        if f.request_id:
+            bits.append(f"request {f.request_id}")
+        parts.append(", ".join(bits))
+    return "\n".join(parts)
+
+
+def _item_cost(item: EvalItem | None) -> float | None:
+    if item is None:
+        return None
+    if item.accounting is not None:
+        return item.accounting.known_cost
+    total = (item.cost or 0) + (item.scorer_cost or 0)
+    return total if item.cost is not None or item.scorer_cost is not None else None
+
+
+def build_explorer(
+    candidate: EvalResult,
+    baseline: EvalResult | None,
+    scorers: list[str],
+    *,
+    regressions: Collection[tuple[int, str]] = (),
+    improvements: Collection[tuple[int, str]] = (),
+    page_size: int = 100,
+) -> ExplorerPayload:
+    """Rows and details for every candidate item (paired with the baseline by index)."""
+    index_of = {name: k for k, name in enumerate(scorers)}
+    regressed_at: dict[int, list[int]] = {}
+    for j, name in regressions:
+        if name in index_of:
+            regressed_at.setdefault(j, []).append(index_of[name])
+    improved_at = {j for j, name in improvements if name in index_of}
+    rows: list[list[Any]] = []
+    details: list[dict[str, Any]] = []
+    b_items = baseline.items if baseline is not None else []
+    for i, item in enumerate(candidate.items):
+        b = b_items[i] if i < len(b_items) else None
+        c_out = display_text(item.output)
+        b_out = display_text(b.output) if b is not None else ""
+        flags = 0
+        regressed_ids = sorted(set(regressed_at.get(i, ())))
+        if regressed_ids:
+            flags |= FLAG_REGRESSED
+        if i in improved_at:
+            flags |= FLAG_IMPROVED
+        if b is not None and (c_out != b_out or item.bucket != b.bucket):
+            flags |= FLAG_CHANGED
+        if item.bucket in ("failed", "cancelled"):
+            flags |= FLAG_FAILED
+        if item.bucket in ("budget_skipped", "budget_interrupted"):
+            flags |= FLAG_BUDGET
+        details_by_scorer: list[dict[str, Any] | None] = []
+        errors = item.scorer_errors or []
+        if errors:
+            flags |= FLAG_SCORER_ERRORS
+        for k, name in enumerate(scorers):
+            cd = (item.score_details or {}).get(name)
+            bd = (b.score_details or {}).get(name) if b is not None and b.score_details else None
+            if cd is not None and (cd.skipped or cd.outcome == "skipped"):
+                flags |= FLAG_SKIPPED
+            entry: dict[str, Any] = {}
+            if cd is not None and cd.outcome:
+                entry["o"] = cd.outcome
+            cr = reasoning_of(cd.metadata) if cd is not None else ""
+            br = reasoning_of(bd.metadata) if bd is not None else ""
+            if cr:
+                entry["cr"] = _cap(cr)
+            if br:
+                entry["br"] = _cap(br)
+            if cd is not None and cd.outcome == "failed" and k < len(errors):
+                entry["ce"] = truncate(errors[k], 2000)
+            details_by_scorer.append(entry or None)
+        c_scores = [item.scores.get(s) for s in scorers]
+        b_scores = [b.scores.get(s) for s in scorers] if b is not None else None
+        input_text = display_text(item.input)
+        title = truncate(" ".join(to_text(item.input).split()), TITLE_CHARS)
+        rows.append(
+            [
+                i,
+                title,
+                item.bucket,
+                b.bucket if b is not None else None,
+                flags,
+                _item_cost(item),
+                item.duration,
+                b_scores,
+                c_scores,
+                regressed_ids or 0,
+            ]
+        )
+        acc = item.accounting
+        detail: dict[str, Any] = {
+            "key": item_key(item.input),
+            "in": _cap(input_text),
+            "an": _cap(display_text(item.annotations)) if item.has("annotations") else "",
+            "bo": _cap(b_out) if b is not None else "",
+            "co": _cap(c_out),
+            "sc": details_by_scorer,
+            "gc": item.cost,
+            "jc": item.scorer_cost,
+            "bc": _item_cost(b),
+            "bl": b.duration if b is not None else None,
+        }
+        err = _failure_text(item)
+        if errors:
+            err = (err + "\n" if err else "") + "Scorer errors:\n" + "\n".join(f"- {e}" for e in errors)
+        if err:
+            detail["err"] = _cap(err)
+        if acc is not None:
+            detail["tok"] = [
+                int(acc.usage.input_tokens),
+                int(acc.usage.output_tokens),
+                int(acc.usage.reasoning_tokens),
+            ]
+            detail["ops"] = [acc.operations.settled, acc.operations.unknown, acc.operations.denied]
+            if acc.completeness != "complete":
+                detail["unp"] = ", ".join(f"{n} {r}" for r, n in acc.reasons.items()) or acc.completeness
+        if item.diagnostics is not None:
+            detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
+        details.append(detail)
+
+    rows_doc = {
+        "v": 1,
+        "scorers": scorers,
+        "hasBaseline": baseline is not None,
+        "pageSize": page_size,
+        "rows": rows,
+    }
+    raw_details = json.dumps(details, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if len(raw_details) > COMPRESS_ABOVE:
+        packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+        packed = packer.compress(raw_details.encode("utf-8")) + packer.flush()
+        details_text = base64.b64encode(packed).decode("ascii")
+        encoding = "deflate-raw+base64"
+    else:
+        details_text = json_for_script(details)
+        encoding = "json"
+    return ExplorerPayload(
+        rows_json=json_for_script(rows_doc),
+        details_text=details_text,
+        details_encoding=encoding,
+        items=len(rows),
+    )

@@ -1,0 +1,341 @@
+"""Jinja rendering of the PR comment, the job summary and the HTML report.
+
+Templates live in the repository's top-level ``templates/`` and ship in the wheel as
+``axl_action/templates``. Markdown templates run without autoescape and escape every
+untrusted value explicitly with the ``md``/``cell``/``code``/``codeblock`` filters; the HTML
+template autoescapes. Both run in Jinja's sandbox so a template bug cannot reach Python
+internals through a crafted value.
+
+Size limits: a GitHub comment holds at most 65,536 characters and a step summary 1 MiB.
+Both renderers trim in steps (fewer items, shorter excerpts, fewer sections), say what
+they cut, and keep the first line (the verdict) and the hidden marker in every variant.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2.sandbox import SandboxedEnvironment
+from markupsafe import Markup
+
+from axl_action.report import charts
+from axl_action.report import formatting as fmt
+from axl_action.report.escape import html_inline, md_cell, md_code_block, md_code_span, md_text, truncate
+from axl_action.report.explorer import ExplorerPayload
+from axl_action.report.markdown import untrusted_markdown_to_html
+from axl_action.report.models import ReportContext, ReportLimits
+from axl_action.schema import EvalResult, read_accounting
+
+#: GitHub refuses longer comment bodies (``Body is too long (maximum is 65536 characters)``).
+COMMENT_LIMIT = 65_536
+#: The runner drops a step summary above 1 MiB (file bytes); keep headroom for other steps.
+SUMMARY_LIMIT_BYTES = 1_000_000
+
+_SUITE_UNSAFE = re.compile(r"[^\w.:/+@-]")
+
+STATUS_ICONS = {
+    "pass": "✅",
+    "fail": "❌",
+    "warn": "⚠️",
+    "refused": "⛔",
+    "skipped": "➖",
+}
+
+
+def comment_marker(suite: str) -> str:
+    """The hidden marker that identifies this suite's sticky comment.
+
+    ``<!-- axl-eval-action:comment suite="<key>" -->``; characters that could end the
+    attribute or the comment are replaced, so any suite key yields one well-formed marker.
+    """
+    safe = _SUITE_UNSAFE.sub("_", suite).replace("--", "-_")
+    return f'<!-- axl-eval-action:comment suite="{safe}" -->'
+
+
+def template_dirs() -> list[Path]:
+    """Where templates are found: inside the installed package, else the repository root."""
+    here = Path(__file__).resolve()
+    candidates = [here.parents[1] / "templates", here.parents[2] / "templates"]
+    found = [p for p in candidates if (p / "comment.md.j2").is_file()]
+    if not found:
+        raise FileNotFoundError("report templates not found in " + " or ".join(str(p) for p in candidates))
+    return found
+
+
+# Plain symbols for the HTML report: emoji fonts are missing on many CI and Linux desktops.
+STATUS_SYMBOLS = {"pass": "✓", "fail": "✗", "warn": "!", "refused": "⊘", "skipped": "–"}
+
+
+def _status_symbol(status: str) -> str:
+    return STATUS_SYMBOLS.get(status, "•")
+
+
+def _status_icon(status: str) -> str:
+    return STATUS_ICONS.get(status, "•")
+
+
+@lru_cache(maxsize=1)
+def environment() -> SandboxedEnvironment:
+    """The shared sandboxed Jinja environment with the report filters."""
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader([str(p) for p in template_dirs()]),
+        autoescape=select_autoescape(enabled_extensions=("html.j2", "html"), default_for_string=False),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    filters: dict[str, Callable[..., Any]] = {
+        "md": md_text,
+        "html_inline": html_inline,
+        "sym": _status_symbol,
+        "cell": md_cell,
+        "code": md_code_span,
+        "codeblock": md_code_block,
+        "truncate_text": truncate,
+        "num": fmt.num,
+        "signed": fmt.signed,
+        "usd": fmt.usd,
+        "signed_usd": fmt.signed_usd,
+        "pct": fmt.pct,
+        "signed_pct": fmt.signed_pct,
+        "ms": fmt.ms,
+        "count": fmt.count,
+        "plural": fmt.plural,
+        "icon": _status_icon,
+        "untrusted_markdown": lambda text: Markup(untrusted_markdown_to_html(str(text))),
+    }
+    env.filters.update(filters)
+    return env
+
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+
+
+def tidy_markdown(text: str) -> str:
+    """Collapse runs of blank lines left by template conditionals (never inside code blocks)."""
+    out: list[str] = []
+    fence: str | None = None
+    blank = 0
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None and not line.strip():
+            blank += 1
+            if blank > 1:
+                continue
+            out.append("")
+            continue
+        blank = 0
+        out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def render_template(name: str, **values: Any) -> str:
+    """Render one template by file name (Markdown output is tidied)."""
+    text = environment().get_template(name).render(**values)
+    return tidy_markdown(text) if name.endswith(".md.j2") else text
+
+
+# Each step keeps less; the note says what went. The last step is verdict, gates and links.
+COMMENT_STEPS: tuple[ReportLimits, ...] = (
+    ReportLimits(top_items=10, excerpt_chars=280),
+    ReportLimits(top_items=5, excerpt_chars=160, max_scorers=40),
+    ReportLimits(top_items=3, excerpt_chars=80, max_scorers=25, max_models=8),
+    ReportLimits(
+        top_items=0, show_items=False, show_timing=False, show_accounting=False, max_scorers=15, max_models=0
+    ),
+    ReportLimits(
+        top_items=0, show_items=False, show_timing=False, show_accounting=False, max_scorers=0, max_models=0
+    ),
+)
+
+SUMMARY_STEPS: tuple[ReportLimits, ...] = (
+    ReportLimits(top_items=5000, excerpt_chars=600, max_scorers=500, max_models=200),
+    ReportLimits(top_items=1000, excerpt_chars=240, max_scorers=200, max_models=50),
+    ReportLimits(top_items=200, excerpt_chars=120, max_scorers=100, max_models=20),
+    ReportLimits(top_items=25, excerpt_chars=80, max_scorers=50, max_models=10),
+    ReportLimits(top_items=0, show_items=False, show_timing=False, show_accounting=False, max_scorers=20),
+)
+
+
+def _trim_note(ctx: ReportContext, limits: ReportLimits, where: str, full: ReportLimits) -> str | None:
+    cut: list[str] = []
+    n_items = len(ctx.top_regressions)
+    if n_items and (not limits.show_items or limits.top_items < n_items):
+        shown = min(limits.top_items, n_items) if limits.show_items else 0
+        cut.append(f"showing {shown} of {fmt.plural(n_items, 'regressed item')}")
+    if limits.show_items and limits.excerpt_chars < full.excerpt_chars and n_items:
+        cut.append(f"excerpts cut to {limits.excerpt_chars} characters")
+    if len(ctx.scorers) > limits.max_scorers:
+        cut.append(f"showing {limits.max_scorers} of {len(ctx.scorers)} scorers")
+    if ctx.model_timing and (not limits.show_timing or len(ctx.model_timing) > limits.max_models):
+        cut.append("model timing left out" if not limits.show_timing else "some model timing rows left out")
+    if ctx.accounting is not None and full.show_accounting and not limits.show_accounting:
+        cut.append("accounting details left out")
+    if not cut:
+        return None
+    return f"Trimmed to fit {where}: " + "; ".join(cut) + ". The HTML report has everything."
+
+
+def _render_fitting(
+    template: str,
+    ctx: ReportContext,
+    steps: Sequence[ReportLimits],
+    fits: Callable[[str], bool],
+    where: str,
+) -> str:
+    text = ""
+    for limits in steps:
+        view = ctx.model_copy(
+            update={"limits": limits, "trim_note": _trim_note(ctx, limits, where, steps[0])}
+        )
+        text = render_template(template, ctx=view)
+        if fits(text):
+            return text
+    return text
+
+
+def _hard_cut(text: str, marker: str, limit: int, measure: Callable[[str], int]) -> str:
+    # Only reached when even the minimal step is too long (thousands of gates or warnings).
+    note = "\n\n… cut to fit the size limit; see the HTML report for the rest.\n\n" + marker + "\n"
+    budget = limit - measure(note)
+    body = text
+    while measure(body) > budget:
+        body = body[: max(0, len(body) - max(1, (measure(body) - budget)))]
+    # Do not leave half a table row or an open <details> behind.
+    cut_at = body.rfind("\n\n")
+    body = body[:cut_at] if cut_at > 0 else body
+    if body.count("<details") > body.count("</details>"):
+        body += "\n</details>"
+    return body + note
+
+
+def render_comment(ctx: ReportContext, *, limit: int = COMMENT_LIMIT) -> str:
+    """The sticky PR comment, at most ``limit`` characters (code points)."""
+    text = _render_fitting("comment.md.j2", ctx, COMMENT_STEPS, lambda t: len(t) <= limit, "a PR comment")
+    if len(text) > limit:
+        text = _hard_cut(text, ctx.marker, limit, len)
+    return text
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def render_summary(ctx: ReportContext, *, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
+    """The job summary (``$GITHUB_STEP_SUMMARY``), at most ``limit_bytes`` UTF-8 bytes."""
+    text = _render_fitting(
+        "summary.md.j2",
+        ctx,
+        SUMMARY_STEPS,
+        lambda t: _utf8_len(t) <= limit_bytes,
+        "the job summary",
+    )
+    if _utf8_len(text) > limit_bytes:
+        text = _hard_cut(text, ctx.marker, limit_bytes, _utf8_len)
+    return text
+
+
+def _asset(name: str) -> str:
+    loader = environment().loader
+    assert loader is not None
+    source, _, _ = loader.get_source(environment(), name)
+    return source
+
+
+def script_hash(script: str) -> str:
+    """CSP source expression for an inline script: ``'sha256-<base64 digest>'``."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def content_security_policy(script: str) -> str:
+    """No network of any kind: only our one inline script, inline styles and data: images."""
+    return (
+        f"default-src 'none'; script-src {script_hash(script)}; style-src 'unsafe-inline'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+def _scores_of(result: EvalResult, name: str) -> list[float]:
+    return [s for it in result.items if (s := it.scores.get(name)) is not None]
+
+
+def build_charts(ctx: ReportContext, candidate: EvalResult, baseline: EvalResult | None) -> dict[str, Any]:
+    """The report's inline SVG charts."""
+    names = [s.name for s in ctx.scorers][:24]
+    distributions = [
+        charts.score_distribution(
+            name,
+            _scores_of(baseline, name) if baseline is not None else None,
+            _scores_of(candidate, name),
+        )
+        for name in names
+    ]
+    sides: list[tuple[str, dict[str, float], int, int]] = []
+    # Legacy files know a total but not its split; show the rest as "unattributed".
+    for label, result in (("baseline", baseline), ("candidate", candidate)):
+        if result is None:
+            continue
+        acc = read_accounting(result)
+        sides.append(
+            (
+                label,
+                {
+                    "generation": acc.breakdown.generation,
+                    "judging": acc.breakdown.judging,
+                    "external": acc.breakdown.external,
+                    "unattributed": max(
+                        0.0,
+                        acc.known_cost
+                        - acc.breakdown.generation
+                        - acc.breakdown.judging
+                        - acc.breakdown.external,
+                    ),
+                },
+                acc.operations.settled,
+                acc.operations.unknown,
+            )
+        )
+    return {
+        "forest": charts.delta_forest(ctx.scorers) if ctx.has_baseline else "",
+        "distributions": distributions,
+        "cost": charts.cost_breakdown(sides),
+    }
+
+
+def render_html(
+    ctx: ReportContext,
+    explorer: ExplorerPayload,
+    *,
+    candidate: EvalResult,
+    baseline: EvalResult | None = None,
+    static_items: int = 20,
+) -> str:
+    """The single-file HTML report: static summary plus the inline item explorer."""
+    js = _asset("report.js")
+    if "</script" in js.lower() or "<!--" in js:
+        raise ValueError("report.js must not contain '</script' or '<!--'")
+    return render_template(
+        "report.html.j2",
+        ctx=ctx,
+        css=_asset("report.css"),
+        js=js,
+        csp=content_security_policy(js),
+        charts=build_charts(ctx, candidate, baseline),
+        rows_json=explorer.rows_json,
+        details_text=explorer.details_text,
+        details_encoding=explorer.details_encoding,
+        static_items=static_items,
+    )
