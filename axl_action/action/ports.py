@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from axl_action.action.evalstep import EvalRequest, EvalRun
+from axl_action.github.artifact_upload import UploadedArtifact
 
 
 class Commands(Protocol):
@@ -48,12 +49,44 @@ class Commands(Protocol):
 
 
 class Uploader(Protocol):
-    """Uploads an artifact of the current run (artifacts v4)."""
+    """Uploads an artifact of the current run (``github.artifact_upload.ArtifactUploader``)."""
 
-    def upload(self, name: str, files: Mapping[str, bytes]) -> int:
-        """Upload ``files`` (archive path → content) as artifact ``name``; returns its id."""
+    def upload(
+        self,
+        name: str,
+        files: Mapping[str, bytes],
+        *,
+        retention_days: int | None = None,
+        overwrite: bool = False,
+    ) -> UploadedArtifact:
+        """Upload ``files`` (archive path → content) as artifact ``name``."""
         ...
 
 
 RunEvals = Callable[[EvalRequest], EvalRun]
 Clock = Callable[[], datetime]
+
+
+class CommentResult(Protocol):
+    """What happened to the sticky comment."""
+
+    @property
+    def url(self) -> str | None:
+        """The comment's html_url, when one exists after the call."""
+        ...
+
+    @property
+    def action(self) -> str:
+        """``created``, ``updated``, ``unchanged``, ``skipped``, ..."""
+        ...
+
+
+class Commenter(Protocol):
+    """Keeps the one sticky PR comment of a suite (marker-matched, newest-head protected)."""
+
+    def upsert(
+        self, *, pr_number: int, body: str, marker: str, comment_mode: str, failed: bool, head_sha: str | None
+    ) -> CommentResult:
+        """Create or update the comment as ``comment_mode`` allows; a read-only token raises
+        ``GitHubPermissionError``."""
+        ...

@@ -11,7 +11,6 @@ accepts; the entrypoint turns that into one ``::error title=Invalid input <name>
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -56,21 +55,6 @@ class Shard(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.index}/{self.total}"
-
-
-class CostLimit(BaseModel):
-    """How much more the candidate may cost than the baseline before the cost gate fails."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    kind: Literal["usd", "percent"]
-    """``usd``: an absolute increase in dollars; ``percent``: relative to the baseline's cost."""
-
-    value: float
-    """The allowed increase: dollars for ``usd``, percent (``20`` = 20%) for ``percent``."""
-
-    raw: str
-    """The input exactly as written, for messages."""
 
 
 class ActionSettings(BaseModel):
@@ -123,8 +107,8 @@ class ActionSettings(BaseModel):
     max_scorer_error_rate: float | None = None
     """Largest share of scorer calls that may fail before the gate refuses; None leaves the gate off."""
 
-    max_cost_increase: CostLimit | None = None
-    """Largest allowed certified cost increase over the baseline; None leaves the cost gate off."""
+    max_cost_increase: float | None = None
+    """Largest allowed certified cost increase over the baseline, in percent; None leaves the gate off."""
 
     pricing: str | None = None
     """Path of a pricing JSON file that overrides the built-in price table (``--pricing``)."""
@@ -260,21 +244,11 @@ def _threshold(text: str) -> float | dict[str, float]:
     return out
 
 
-def _cost_limit(text: str) -> CostLimit:
-    allowed = "must be a dollar amount like $0.50 or a percentage like 20%"
-    compact = text.replace(" ", "")
-    if compact.endswith("%"):
-        number = compact[:-1]
-        if _RATE_RE.fullmatch(number):
-            return CostLimit(kind="percent", value=float(number), raw=text)
-        raise ValueError(allowed)
-    try:
-        value = parse_budget(compact)
-    except BudgetError:
-        raise ValueError(allowed) from None
-    if not math.isfinite(value):
-        raise ValueError(allowed)
-    return CostLimit(kind="usd", value=value, raw=text)
+def _cost_limit(text: str) -> float:
+    number = text.replace(" ", "").removesuffix("%")
+    if not _RATE_RE.fullmatch(number):
+        raise ValueError("must be a percentage like 20% (of the baseline's cost)")
+    return float(number)
 
 
 def _choice(choices: Iterable[str]) -> Callable[[str], str]:
@@ -394,7 +368,6 @@ __all__ = [
     "SECRET_INPUTS",
     "ActionSettings",
     "CommentMode",
-    "CostLimit",
     "Mode",
     "Shard",
     "field_docs",

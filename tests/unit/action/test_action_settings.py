@@ -7,7 +7,6 @@ import pytest
 from axl_action.action.settings import (
     INPUT_NAMES,
     ActionSettings,
-    CostLimit,
     Shard,
     raw_input,
     read_settings,
@@ -56,7 +55,7 @@ def test_full_set_of_values() -> None:
             fail_on_regression="false",
             max_item_error_rate="0.1",
             max_scorer_error_rate="1",
-            max_cost_increase="$0.25",
+            max_cost_increase="25",
             comment="on-change",
             suite="rag.v2",
             report_artifact="my-report",
@@ -73,15 +72,14 @@ def test_full_set_of_values() -> None:
     assert s.baseline_branch == "release"
     assert s.threshold == {"accuracy": 0.02, "judge": 0.05}
     assert s.fail_on_regression is False and s.capture_requests is True
-    assert s.max_cost_increase == CostLimit(kind="usd", value=0.25, raw="$0.25")
+    assert s.max_cost_increase == 25.0
     assert (s.runs, s.concurrency, s.budget) == (3, 8, "$2")
 
 
 def test_shard_and_percent_cost() -> None:
     s = read_settings(_env(evals="e/", shard="2 / 4", max_cost_increase="20 %", threshold="0.1"))
     assert s.shard == Shard(index=2, total=4) and str(s.shard) == "2/4"
-    assert s.max_cost_increase is not None and s.max_cost_increase.kind == "percent"
-    assert s.max_cost_increase.value == 20.0
+    assert s.max_cost_increase == 20.0
     assert s.threshold == 0.1
 
 
@@ -105,8 +103,9 @@ def test_shard_and_percent_cost() -> None:
         ("shard", "two", "<index>/<total>"),
         ("threshold", "-0.1", "scorer=value"),
         ("threshold", "acc=high", "scorer=value"),
-        ("max-cost-increase", "lots", "dollar amount"),
-        ("max-cost-increase", "-5%", "dollar amount"),
+        ("max-cost-increase", "lots", "percentage like 20%"),
+        ("max-cost-increase", "-5%", "percentage like 20%"),
+        ("max-cost-increase", "$0.50", "percentage like 20%"),
         ("suite", "has space", "letters, digits"),
         ("baseline-artifact", "a/b", "without"),
         ("report-artifact", "x" * 201, "at most 200"),

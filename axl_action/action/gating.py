@@ -1,0 +1,52 @@
+"""Compare the candidate with the baseline (when there is one) under the action's inputs.
+
+The gates themselves belong to ``axl_action.compare``; this module only maps inputs to
+options and turns "these two results cannot be compared" into a note instead of a crash,
+because a PR that legitimately changes the dataset or the scorers must still get a report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from axl_action.action.settings import ActionSettings
+from axl_action.compare.engine import CompareOptions, compare_results
+from axl_action.compare.gates import GateOptions, evaluate_gates
+from axl_action.compare.models import Comparison, GateReport
+from axl_action.errors import AxlError
+from axl_action.schema import ResultFile
+
+
+@dataclass
+class Evaluation:
+    """The comparison and gates for this run (both None without a usable baseline)."""
+
+    comparison: Comparison | None = None
+    gates: GateReport | None = None
+    notes: list[str] = field(default_factory=list)
+    """Why the baseline could not be compared, and similar."""
+
+
+def evaluate(candidate: ResultFile, baseline: ResultFile | None, settings: ActionSettings) -> Evaluation:
+    """Compare and gate; without a baseline the report shows the candidate's own gates."""
+    if baseline is None:
+        return Evaluation()
+    options = CompareOptions(thresholds=settings.threshold)
+    try:
+        comparison = compare_results(baseline.results, candidate.results, options)
+    except AxlError as err:
+        return Evaluation(notes=[f"the baseline cannot be compared with this run: {err}"])
+    return Evaluation(comparison=comparison, gates=gate_report(comparison, baseline, candidate, settings))
+
+
+def gate_report(
+    comparison: Comparison, baseline: ResultFile, candidate: ResultFile, settings: ActionSettings
+) -> GateReport:
+    """The compare package's gates with the limits from the inputs."""
+    options = GateOptions(
+        fail_on_regression=settings.fail_on_regression,
+        max_item_error_rate=settings.max_item_error_rate,
+        max_scorer_error_rate=settings.max_scorer_error_rate,
+        max_cost_increase=settings.max_cost_increase,
+    )
+    return evaluate_gates(comparison, baseline.results, candidate.results, options)

@@ -1,0 +1,489 @@
+"""The action's flow: run → (find baseline → compare) → gate → publish everything → exit.
+
+``run_action`` receives every client as an argument and touches neither the environment nor
+``/github``; ``entrypoint.main`` builds the clients. Rules it keeps, in order of importance:
+
+1. **Publish before failing.** The job summary, step outputs, report artifact, baseline
+   artifact and PR comment are all written before the exit code is decided; a gate failure
+   only turns into ``exit 1`` at the very end.
+2. **A failure to publish never hides the gate result.** Each publishing step is guarded; a
+   failing one becomes a warning annotation and a line in ``ActionOutcome.problems``, and the
+   exit code still follows the gates.
+3. **No baseline is not a failure.** The run is still reported and self-gated (budget, item
+   errors, scorer errors), and the comment says why there was no baseline.
+4. **A fork PR's read-only token is expected.** A 403 on the comment stores the rendered
+   comment as an artifact for the ``workflow_run`` relay (``mode: comment``) and warns.
+
+Exit codes: 0 every gate passed (or nothing to gate); 1 a gate failed, the evals produced no
+results, an input was invalid, or the relay found a stored comment it could not post.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from axl_action.action.baseline import (
+    RESULTS_NAME,
+    BaselineLookup,
+    PullRequestRefs,
+    age_text,
+    locate_baseline,
+)
+from axl_action.action.evalstep import EvalRun, build_request
+from axl_action.action.gating import Evaluation, evaluate
+from axl_action.action.modes import ModeChoice, ResolvedMode, resolve_mode
+from axl_action.action.outputs import ActionOutputs
+from axl_action.action.ports import Clock, Commands, Commenter, RunEvals, Uploader
+from axl_action.action.relay import COMMENT_FILE, COMMENT_FORMAT, relay_comment
+from axl_action.action.settings import ActionSettings
+from axl_action.errors import ActionPublishError, AxlError
+from axl_action.github.client import GitHubClient
+from axl_action.github.errors import GitHubPermissionError
+from axl_action.report import (
+    ReportContext,
+    RunInfo,
+    build_report_context,
+    render_comment,
+    render_report_html,
+    render_summary,
+)
+from axl_action.report.escape import md_text
+from axl_action.schema import ResultFile, load_result_file, read_accounting
+
+
+@dataclass
+class ActionOutcome:
+    """What the action did, for the entrypoint (exit code) and for tests."""
+
+    exit_code: int
+    mode: ResolvedMode
+    outputs: ActionOutputs
+    gate_failed: bool = False
+    published: list[str] = field(default_factory=list)
+    """What was published: ``summary``, ``outputs``, ``report-artifact``, ``comment``, ..."""
+    problems: list[str] = field(default_factory=list)
+    """Publishing steps that failed (each also shown as a warning annotation)."""
+
+
+def artifact_name(base: str, suite: str) -> str:
+    """Per-suite artifact names, so several suites in one repository never collide."""
+    return base if suite == "default" else f"{base}-{suite}"
+
+
+def comment_artifact_name(suite: str) -> str:
+    """Where a fork PR run stores its rendered comment for the relay."""
+    return artifact_name("axl-eval-comment", suite)
+
+
+def shard_artifact_name(suite: str, index: int, total: int) -> str:
+    """Where a shard leg stores its results for the merge job."""
+    return f"axl-eval-shard-{suite}-{index}-of-{total}"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The facts about this workflow run the orchestrator reads (built from ``GitHubContext``)."""
+
+    event_name: str
+    ref: str
+    repository: str
+    default_branch: str | None
+    sha: str | None = None
+    pr_number: int | None = None
+    pr_head_sha: str | None = None
+    pr_base_sha: str | None = None
+    is_fork: bool = False
+    run_id: str | None = None
+    run_attempt: str | None = None
+    server_url: str = "https://github.com"
+    triggering_run_id: int | None = None
+    """``workflow_run`` events: the id of the run whose stored comment is relayed."""
+    triggering_head_sha: str | None = None
+    """``workflow_run`` events: the head commit of that run."""
+
+    @property
+    def run_url(self) -> str | None:
+        if not self.run_id or not self.repository:
+            return None
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def run_action(
+    settings: ActionSettings,
+    ctx: RunContext,
+    *,
+    github: GitHubClient | None,
+    uploader: Uploader | None,
+    commands: Commands,
+    clock: Clock,
+    run_evals: RunEvals,
+    workdir: Path,
+    scratch: Path,
+    commenter: Commenter | None = None,
+    env: dict[str, str] | None = None,
+) -> ActionOutcome:
+    """Do this run's job; see the module docstring. ``scratch`` receives reports and copies."""
+    branch = settings.baseline_branch or ctx.default_branch
+    choice = resolve_mode(
+        settings.mode,
+        event_name=ctx.event_name,
+        ref=ctx.ref,
+        baseline_branch=branch,
+        sharded=settings.shard is not None,
+    )
+    print(f"axl-eval-action: mode {choice.mode}: {choice.reason}.", flush=True)
+    if choice.mode == "comment":
+        return relay_comment(settings, ctx, github=github, commenter=commenter, commands=commands)
+    flow = _Flow(
+        settings, ctx, choice, github, uploader, commenter, commands, clock, workdir, scratch, branch
+    )
+    return flow.run(run_evals, env or {})
+
+
+class _Flow:
+    """One run of the run/baseline/compare/shard modes; holds what publishing needs."""
+
+    def __init__(
+        self,
+        settings: ActionSettings,
+        ctx: RunContext,
+        choice: ModeChoice,
+        github: GitHubClient | None,
+        uploader: Uploader | None,
+        commenter: Commenter | None,
+        commands: Commands,
+        clock: Clock,
+        workdir: Path,
+        scratch: Path,
+        branch: str | None,
+    ) -> None:
+        self.s = settings
+        self.ctx = ctx
+        self.mode = choice.mode
+        self.github = github
+        self.uploader = uploader
+        self.commenter = commenter
+        self.cmd = commands
+        self.clock = clock
+        self.workdir = workdir
+        self.scratch = scratch
+        self.branch = branch
+        self.outputs = ActionOutputs(mode=self.mode)
+        self.baseline_results: ResultFile | None = None
+        self.outcome = ActionOutcome(exit_code=1, mode=self.mode, outputs=self.outputs)
+
+    # ------------------------------------------------------------------ flow
+
+    def run(self, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
+        request = build_request(
+            self.s, workdir=self.workdir, output=self.scratch / "results" / RESULTS_NAME, env=env
+        )
+        with self.cmd.group("Run the evals"), self.cmd.stop_commands():
+            evalrun = run_evals(request)
+        if evalrun.results_path is None:
+            return self._no_results(evalrun)
+        try:
+            candidate = load_result_file(evalrun.results_path)
+        except AxlError as err:
+            return self._no_results(EvalRun(evalrun.exit_code or 1, None, str(err)))
+        self.outputs.results_path = str(evalrun.results_path)
+
+        if self.mode == "shard":
+            return self._publish_shard(candidate, evalrun)
+
+        lookup: BaselineLookup | None = None
+        if self.mode == "compare":
+            lookup = self._find_baseline()
+        return self._gate_and_publish(candidate, lookup, evalrun)
+
+    def _find_baseline(self) -> BaselineLookup:
+        name = artifact_name(self.s.baseline_artifact, self.s.suite)
+        with self.cmd.group("Find the baseline"):
+            if self.github is None:
+                return BaselineLookup(reason="no github-token was given, so no baseline could be looked up")
+            if not self.branch:
+                return BaselineLookup(reason="the baseline branch is unknown; set the baseline-branch input")
+            pull = PullRequestRefs(self.ctx.pr_head_sha, self.ctx.pr_base_sha) if self.ctx.pr_number else None
+            try:
+                lookup = locate_baseline(
+                    self.github,
+                    self.ctx.repository,
+                    artifact_name=name,
+                    branch=self.branch,
+                    pull=pull,
+                    now=self.clock(),
+                )
+            except AxlError as err:
+                lookup = BaselineLookup(reason=f"the baseline search failed: {err}", problem=str(err))
+            if lookup.results is not None and lookup.choice is not None:
+                print(
+                    f"Baseline: run {lookup.choice.run_id} at {lookup.choice.head_sha[:7]} ({lookup.reason})."
+                )
+            else:
+                print(f"No baseline: {lookup.reason}.")
+            if lookup.problem:
+                self.cmd.warning(lookup.reason, title="Baseline not usable")
+            for warning in lookup.warnings:
+                self.cmd.warning(warning, title="Baseline")
+            return lookup
+
+    # ------------------------------------------------------------------ gate + publish
+
+    def _gate_and_publish(
+        self, candidate: ResultFile, lookup: BaselineLookup | None, evalrun: EvalRun
+    ) -> ActionOutcome:
+        baseline = lookup.results if lookup is not None else None
+        with self.cmd.group("Compare and gate"):
+            evaluation = evaluate(candidate, baseline, self.s)
+            for note in evaluation.notes:
+                self.cmd.warning(note, title="Baseline not comparable")
+        if evaluation.comparison is None:
+            baseline = None
+        report_ctx = self._report_context(candidate, baseline, evaluation, lookup)
+        gate_failed = report_ctx.verdict == "fail"
+        failed = gate_failed or evalrun.exit_code != 0
+        self._fill_outputs(candidate, evaluation, lookup if baseline is not None else None, failed=failed)
+
+        self.baseline_results = baseline
+        self._guard("report artifact", lambda: self._publish_report(report_ctx, candidate, evaluation))
+        if self.mode == "baseline":
+            self._guard("baseline artifact", lambda: self._publish_baseline(candidate, failed))
+        if self.mode == "compare" and self.ctx.pr_number is not None:
+            self._guard("PR comment", lambda: self._publish_comment(report_ctx, failed))
+        self._guard("job summary", lambda: self._publish_summary(report_ctx, lookup, evalrun))
+        self._annotate(report_ctx, evalrun)
+        self._guard("step outputs", self._publish_outputs)
+
+        self.outcome.gate_failed = gate_failed
+        self.outcome.exit_code = 1 if failed else 0
+        return self.outcome
+
+    def _report_context(
+        self,
+        candidate: ResultFile,
+        baseline: ResultFile | None,
+        evaluation: Evaluation,
+        lookup: BaselineLookup | None,
+    ) -> ReportContext:
+        choice = lookup.choice if lookup is not None and baseline is not None else None
+        warnings: list[str] = []
+        if self.mode == "compare" and baseline is None and lookup is not None:
+            warnings.append(f"No baseline: {lookup.reason}.")
+        if lookup is not None:
+            warnings += lookup.warnings
+        warnings += evaluation.notes
+        info = RunInfo(
+            suite=self.s.suite,
+            run_url=self.ctx.run_url,
+            baseline_commit_sha=choice.head_sha if choice else None,
+            baseline_branch=self.branch if choice else None,
+            baseline_run_id=str(choice.run_id) if choice else None,
+            baseline_run_url=choice.run_url if choice else None,
+            baseline_age=age_text(choice.age_seconds) if choice else None,
+            baseline_reason=lookup.reason if choice and lookup else None,
+            warnings=warnings,
+            generated_at=self.clock().strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        return build_report_context(
+            candidate.results,
+            baseline.results if baseline is not None else None,
+            evaluation.comparison,
+            evaluation.gates,
+            info,
+        )
+
+    def _fill_outputs(
+        self, candidate: ResultFile, evaluation: Evaluation, lookup: BaselineLookup | None, *, failed: bool
+    ) -> None:
+        out = self.outputs
+        out.verdict = "fail" if failed else "pass"
+        runs = candidate.results
+        out.cost = sum(read_accounting(r).known_cost for r in runs) / len(runs)
+        attempted = failed_items = 0
+        for r in runs:
+            rate = r.summary.item_error_rate
+            if rate is not None:
+                attempted += rate.attempted
+                failed_items += rate.failed
+            else:
+                attempted += len(r.items)
+                failed_items += sum(1 for it in r.items if it.error)
+        out.item_error_rate = failed_items / attempted if attempted else 0.0
+        comparison = evaluation.comparison
+        if comparison is not None:
+            out.regressions = len(comparison.regressions)
+            out.improvements = len(comparison.improvements)
+            if comparison.cost is not None:
+                out.cost_delta = comparison.cost.delta
+                out.cost_certified = comparison.cost.certified
+        if lookup is not None and lookup.choice is not None:
+            out.baseline_run_id = str(lookup.choice.run_id)
+            out.baseline_sha = lookup.choice.head_sha
+
+    # ------------------------------------------------------------------ publishing steps
+
+    def _guard(self, what: str, step: Callable[[], object]) -> None:
+        """Run one publishing step; a failure is reported and never hides the gate result."""
+        try:
+            step()
+        except Exception as err:  # publishing must never mask the verdict
+            message = str(err) if isinstance(err, AxlError) else f"{type(err).__name__}: {err}"
+            self.outcome.problems.append(f"{what}: {message}")
+            self.cmd.warning(f"Could not publish the {what}: {message}", title="axl-eval: publishing failed")
+        else:
+            self.outcome.published.append(what)
+
+    def _publish_report(
+        self, report_ctx: ReportContext, candidate: ResultFile, evaluation: Evaluation
+    ) -> None:
+        baseline = self.baseline_results
+        html = render_report_html(
+            report_ctx, candidate.results, baseline.results if baseline else None, evaluation.comparison
+        )
+        path = self.scratch / "report" / "report.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+        self.outputs.report_path = str(path)
+        if self.uploader is not None:
+            self.uploader.upload(
+                artifact_name(self.s.report_artifact, self.s.suite),
+                {"report.html": html.encode("utf-8")},
+                overwrite=True,
+            )
+
+    def _publish_baseline(self, candidate: ResultFile, failed: bool) -> None:
+        name = artifact_name(self.s.baseline_artifact, self.s.suite)
+        if failed:
+            self.cmd.warning(
+                f"A gate failed on this {self.branch or 'baseline'} run, so it was not stored as the baseline "
+                f"{name!r}; pull requests keep comparing against the previous one.",
+                title="Baseline not stored",
+            )
+            return
+        if self.uploader is None:
+            raise ActionPublishError(
+                "the artifact service is not available (ACTIONS_RUNTIME_TOKEN / ACTIONS_RESULTS_URL are unset)",
+                hint="run the action as a container step (uses:), not from a run: step; self-hosted runners need v2.308+",
+            )
+        data = Path(candidate.path).read_bytes()
+        uploaded = self.uploader.upload(name, {RESULTS_NAME: data}, overwrite=True)
+        print(f"Stored the baseline as artifact {name!r} (id {uploaded.id}).")
+
+    def _publish_comment(self, report_ctx: ReportContext, failed: bool) -> None:
+        assert self.ctx.pr_number is not None
+        body = render_comment(report_ctx)
+        if self.commenter is None:
+            self.cmd.warning(
+                "No github-token was given, so no PR comment was written.", title="No PR comment"
+            )
+            return
+        try:
+            result = self.commenter.upsert(
+                pr_number=self.ctx.pr_number,
+                body=body,
+                marker=report_ctx.marker,
+                comment_mode=self.s.comment,
+                failed=failed,
+                head_sha=self.ctx.pr_head_sha,
+            )
+        except GitHubPermissionError as err:
+            self._store_comment(body, report_ctx.marker, err)
+            return
+        if result.url:
+            self.outputs.comment_url = result.url
+        print(f"PR comment: {result.action}{f' ({result.url})' if result.url else ''}.")
+
+    def _store_comment(self, body: str, marker: str, err: GitHubPermissionError) -> None:
+        """A read-only token (fork PR): keep the comment for the ``workflow_run`` relay."""
+        name = comment_artifact_name(self.s.suite)
+        payload = {
+            "format": COMMENT_FORMAT,
+            "suite": self.s.suite,
+            "marker": marker,
+            "repository": self.ctx.repository,
+            "pr_number": self.ctx.pr_number,
+            "head_sha": self.ctx.pr_head_sha,
+            "comment_mode": self.s.comment,
+            "failed": self.outputs.verdict == "fail",
+            "body": body,
+        }
+        if self.uploader is None:
+            raise ActionPublishError(
+                f"the PR comment was refused ({err}) and no artifact service is available"
+            )
+        self.uploader.upload(name, {COMMENT_FILE: json.dumps(payload).encode("utf-8")}, overwrite=True)
+        self.cmd.warning(
+            f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The comment was "
+            f"stored as artifact {name!r}; a workflow_run workflow with `mode: comment` posts it "
+            "(see docs/workflows/axl-eval-comment.yml).",
+            title="PR comment stored for the relay",
+        )
+
+    def _publish_summary(
+        self, report_ctx: ReportContext, lookup: BaselineLookup | None, evalrun: EvalRun
+    ) -> None:
+        del lookup, evalrun
+        self.cmd.write_summary(render_summary(report_ctx))
+
+    def _annotate(self, report_ctx: ReportContext, evalrun: EvalRun) -> None:
+        for gate in report_ctx.gates:
+            text = f"{gate.label}: {gate.message} (observed {gate.observed}, limit {gate.limit})"
+            if gate.status in ("fail", "refused"):
+                self.cmd.error(text, title=f"Gate failed: {gate.label}")
+            elif gate.status == "warn":
+                self.cmd.warning(text, title=f"Gate warning: {gate.label}")
+        if evalrun.exit_code != 0:
+            self.cmd.error(
+                f"The eval run exited {evalrun.exit_code}; see the 'Run the evals' group of the log for why.",
+                title="Eval run failed",
+            )
+
+    def _publish_outputs(self) -> None:
+        self.cmd.set_outputs(self.outputs.as_outputs())
+
+    # ------------------------------------------------------------------ shard / no results
+
+    def _publish_shard(self, candidate: ResultFile, evalrun: EvalRun) -> ActionOutcome:
+        shard = self.s.shard
+        assert shard is not None
+        name = shard_artifact_name(self.s.suite, shard.index, shard.total)
+        self.outputs.verdict = "pass" if evalrun.exit_code == 0 else "fail"
+
+        def upload() -> None:
+            if self.uploader is None:
+                raise ActionPublishError(
+                    "the artifact service is not available, so the shard cannot reach the merge job"
+                )
+            file_name = f"shard-{shard.index}-of-{shard.total}.json"
+            self.uploader.upload(name, {file_name: Path(candidate.path).read_bytes()}, overwrite=True)
+
+        self._guard("shard artifact", upload)
+        lines = [
+            f"## axl-eval shard {shard} ({md_text(self.s.suite)})",
+            "",
+            f"{sum(len(r.items) for r in candidate.results)} items ran; the results were uploaded as `{name}` "
+            "for the merge job, which compares and gates the whole suite.",
+        ]
+        self._guard("job summary", lambda: self.cmd.write_summary("\n".join(lines) + "\n"))
+        self._guard("step outputs", self._publish_outputs)
+        if self.outcome.problems and "shard artifact" not in self.outcome.published:
+            self.outcome.exit_code = 1
+        else:
+            self.outcome.exit_code = 0 if evalrun.exit_code == 0 else 1
+        return self.outcome
+
+    def _no_results(self, evalrun: EvalRun) -> ActionOutcome:
+        message = evalrun.message or f"the eval run exited {evalrun.exit_code} without results"
+        self.cmd.error(message, title="axl-eval: no results")
+        self.outputs.verdict = "error"
+        summary = (
+            f"## ❌ axl-eval ({md_text(self.s.suite)}): no results\n\n"
+            f"{md_text(message)}\n\nNothing was compared or gated. See the **Run the evals** group of the log.\n"
+        )
+        self._guard("job summary", lambda: self.cmd.write_summary(summary))
+        self._guard("step outputs", self._publish_outputs)
+        self.outcome.exit_code = 1
+        return self.outcome
