@@ -37,7 +37,7 @@ from urllib.parse import quote, urlsplit
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 
-from axl_action.github.client import GitHubClient
+from axl_action.github.client import GitHubClient, repo_path
 from axl_action.github.errors import (
     ArtifactError,
     ArtifactExpiredError,
@@ -210,19 +210,12 @@ class NoBaseline(BaseModel):
     """Artifacts with the baseline's name that were not eligible."""
 
 
-def _repo_path(repo: str) -> str:
-    owner, sep, name = repo.partition("/")
-    if not sep or not owner or not name or "/" in name:
-        raise GitHubError(f"{repo!r} is not an owner/name repository slug", hint="pass GITHUB_REPOSITORY")
-    return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
-
-
 def list_artifacts(
     client: GitHubClient, repo: str, name: str, *, max_items: int = 1000
 ) -> list[ArtifactInfo]:
     """Every artifact called ``name`` in ``repo`` (all pages, up to ``max_items``), newest first."""
     items = client.paginate(
-        _repo_path(repo) + "/actions/artifacts",
+        repo_path(repo) + "/actions/artifacts",
         {"name": name},
         items_key="artifacts",
         max_items=max_items,
@@ -246,7 +239,7 @@ def list_workflow_runs(
 
     ``status`` accepts a status or a conclusion (``success``), as the API does.
     """
-    path = _repo_path(repo) + "/actions/"
+    path = repo_path(repo) + "/actions/"
     path += f"workflows/{quote(workflow, safe='')}/runs" if workflow else "runs"
     params: dict[str, str | int] = {}
     for key, value in (("branch", branch), ("event", event), ("status", status)):
@@ -263,7 +256,7 @@ def compare_commits(client: GitHubClient, repo: str, base: str, head: str) -> di
     """``GET /compare/{base}...{head}``; None when GitHub cannot compare them (404)."""
     try:
         data = client.get_json(
-            f"{_repo_path(repo)}/compare/{quote(base, safe='')}...{quote(head, safe='')}",
+            f"{repo_path(repo)}/compare/{quote(base, safe='')}...{quote(head, safe='')}",
             {"per_page": 1},
         )
     except GitHubError as exc:
@@ -442,7 +435,7 @@ def download_artifact(
     Raises :class:`ArtifactExpiredError` on 410, :class:`ArtifactError` when the download
     is larger than ``max_bytes`` or its SHA-256 does not match ``expected_digest``.
     """
-    path = f"{_repo_path(repo)}/actions/artifacts/{int(artifact_id)}/zip"
+    path = f"{repo_path(repo)}/actions/artifacts/{int(artifact_id)}/zip"
     session = blob_session or requests.Session()
     session.trust_env = False  # no .netrc credentials on the blob request either
     sleeper = sleep or client.sleep

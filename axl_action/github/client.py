@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
@@ -426,6 +426,16 @@ class GitHubClient:
         if status >= 500:
             return GitHubError(text, hint="GitHub is having trouble; re-run the job later", **kwargs)
         return GitHubError(text, hint=None, **kwargs)
+
+
+def repo_path(repo: str) -> str:
+    """``/repos/{owner}/{name}`` for an ``owner/name`` slug, each part URL-quoted."""
+    owner, sep, name = repo.partition("/")
+    if not sep or not owner or not name or "/" in name:
+        raise GitHubError(
+            f"{repo!r} is not an owner/name repository slug", hint="pass GITHUB_REPOSITORY (e.g. octo/evals)"
+        )
+    return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
 
 
 def is_rate_limited(resp: requests.Response) -> bool:
