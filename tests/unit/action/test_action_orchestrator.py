@@ -1,0 +1,276 @@
+"""run_action with recording fakes: what gets published, in which order, and the exit code."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import zipfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from axl_action.action.evalstep import EvalRequest, EvalRun
+from axl_action.action.orchestrator import ActionOutcome, RunContext, run_action
+from axl_action.action.relay import parse_stored_comment
+from axl_action.action.settings import ActionSettings, read_settings
+from axl_action.github.artifact_upload import UploadedArtifact
+from axl_action.github.errors import ArtifactError, GitHubPermissionError
+from axl_action.report import comment_marker
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+BASE = FIXTURES / "axl-eval-0.16.1" / "math20-baseline.json"
+BAD = FIXTURES / "axl-eval-0.16.1" / "math20-candidate.json"  # 2 of 20 items errored: over 5%
+GOOD = FIXTURES / "axl-eval-0.16.1" / "tiny3-candidate.json"
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+@dataclass
+class FakeCommands:
+    events: list[tuple[str, Any]] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        self.events.append(("group", title))
+        yield
+
+    @contextlib.contextmanager
+    def stop_commands(self) -> Iterator[None]:
+        yield
+
+    def error(self, message: str, *, title: str | None = None) -> None:
+        self.events.append(("error", (title, message)))
+
+    def warning(self, message: str, *, title: str | None = None) -> None:
+        self.events.append(("warning", (title, message)))
+
+    def notice(self, message: str, *, title: str | None = None) -> None:
+        self.events.append(("notice", (title, message)))
+
+    def set_outputs(self, values: Mapping[str, str]) -> None:
+        self.events.append(("outputs", dict(values)))
+
+    def write_summary(self, markdown: str) -> None:
+        self.events.append(("summary", markdown))
+
+    def of(self, kind: str) -> list[Any]:
+        return [v for k, v in self.events if k == kind]
+
+
+@dataclass
+class FakeUploader:
+    uploads: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    fail: bool = False
+
+    def upload(
+        self,
+        name: str,
+        files: Mapping[str, bytes],
+        *,
+        retention_days: int | None = None,
+        overwrite: bool = False,
+    ) -> UploadedArtifact:
+        if self.fail:
+            raise ArtifactError("the artifact service answered 503")
+        self.uploads[name] = dict(files)
+        return UploadedArtifact(id=len(self.uploads), name=name, size=1, digest="sha256:0")
+
+
+@dataclass
+class Posted:
+    url: str | None
+    action: str
+
+
+@dataclass
+class FakeCommenter:
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    forbidden: bool = False
+
+    def upsert(self, **kw: Any) -> Posted:
+        self.calls.append(kw)
+        if self.forbidden:
+            raise GitHubPermissionError("Resource not accessible by integration", status=403)
+        return Posted("https://github.test/o/r/pull/7#issuecomment-1", "created")
+
+
+def _evals_from(path: Path | None, code: int = 0) -> Any:
+    def run(request: EvalRequest) -> EvalRun:
+        if path is None:
+            return EvalRun(1, None, "Error: examples/missing.py does not exist")
+        request.output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, request.output)
+        return EvalRun(code, request.output)
+
+    return run
+
+
+def _ctx(event: str = "pull_request", ref: str = "refs/pull/7/merge", **kw: Any) -> RunContext:
+    pr = {"pr_number": 7, "pr_head_sha": "a" * 40, "pr_base_sha": "b" * 40} if event == "pull_request" else {}
+    return RunContext(
+        event_name=event, ref=ref, repository="o/r", default_branch="main", run_id="99", **{**pr, **kw}
+    )
+
+
+def _run(
+    tmp_path: Path,
+    settings: ActionSettings,
+    ctx: RunContext,
+    evals: Any,
+    *,
+    uploader: FakeUploader | None = None,
+    commenter: FakeCommenter | None = None,
+) -> tuple[ActionOutcome, FakeCommands]:
+    cmds = FakeCommands()
+    outcome = run_action(
+        settings,
+        ctx,
+        github=None,
+        uploader=uploader,
+        commands=cmds,
+        clock=lambda: NOW,
+        run_evals=evals,
+        workdir=tmp_path,
+        scratch=tmp_path / "scratch",
+        commenter=commenter,
+    )
+    return outcome, cmds
+
+
+def test_push_to_default_branch_stores_the_baseline(tmp_path: Path) -> None:
+    up = FakeUploader()
+    outcome, cmds = _run(
+        tmp_path,
+        read_settings({"INPUT_EVALS": "e/"}),
+        _ctx("push", "refs/heads/main"),
+        _evals_from(BASE),
+        uploader=up,
+    )
+    assert outcome.mode == "baseline" and outcome.exit_code == 0
+    assert up.uploads["axl-eval-baseline"]["results.json"] == BASE.read_bytes()
+    assert "axl-eval-report" in up.uploads
+    assert b"<html" in up.uploads["axl-eval-report"]["report.html"].lower()
+    outputs = cmds.of("outputs")[0]
+    assert outputs["verdict"] == "pass" and outputs["mode"] == "baseline"
+    assert outputs["results-path"].endswith("results.json") and outputs["report-path"].endswith("report.html")
+    assert len(cmds.of("summary")) == 1
+
+
+def test_pr_without_token_still_reports_and_self_gates(tmp_path: Path) -> None:
+    cm = FakeCommenter()
+    outcome, cmds = _run(
+        tmp_path, read_settings({"INPUT_EVALS": "e/"}), _ctx(), _evals_from(GOOD), commenter=cm
+    )
+    assert outcome.mode == "compare" and outcome.exit_code == 0
+    summary = cmds.of("summary")[0]
+    assert "no github-token was given" in summary
+    assert cm.calls and comment_marker("default") in cm.calls[0]["body"]
+    assert cmds.of("outputs")[0]["comment-url"].startswith("https://github.test/")
+    assert cmds.of("outputs")[0]["baseline-sha"] == ""
+
+
+def test_fork_pr_403_stores_the_comment_and_does_not_fail(tmp_path: Path) -> None:
+    up, cm = FakeUploader(), FakeCommenter(forbidden=True)
+    outcome, cmds = _run(
+        tmp_path, read_settings({"INPUT_EVALS": "e/"}), _ctx(), _evals_from(GOOD), uploader=up, commenter=cm
+    )
+    assert outcome.exit_code == 0 and not outcome.problems
+    stored = up.uploads["axl-eval-comment"]["comment.json"]
+    parsed = parse_stored_comment(stored, suite="default", repository="o/r")
+    assert parsed.pr_number == 7 and parsed.head_sha == "a" * 40
+    assert parsed.body == cm.calls[0]["body"]
+    assert any(t == "PR comment stored for the relay" for t, _ in cmds.of("warning"))
+
+
+def test_failing_gate_publishes_everything_then_exits_1(tmp_path: Path) -> None:
+    up, cm = FakeUploader(), FakeCommenter()
+    settings = read_settings({"INPUT_EVALS": "e/"})
+    outcome, cmds = _run(tmp_path, settings, _ctx(), _evals_from(BAD), uploader=up, commenter=cm)
+    assert outcome.exit_code == 1 and outcome.gate_failed
+    assert cm.calls and "axl-eval-report" in up.uploads
+    kinds = [k for k, _ in cmds.events]
+    assert "summary" in kinds and kinds[-1] == "outputs"
+    assert cmds.of("outputs")[0]["verdict"] == "fail"
+    assert any(title and title.startswith("Gate failed") for title, _ in cmds.of("error"))
+
+
+def test_a_failing_publish_step_never_hides_the_verdict(tmp_path: Path) -> None:
+    up = FakeUploader(fail=True)
+    outcome, cmds = _run(
+        tmp_path,
+        read_settings({"INPUT_EVALS": "e/"}),
+        _ctx("push", "refs/heads/main"),
+        _evals_from(BASE),
+        uploader=up,
+    )
+    assert outcome.exit_code == 0
+    assert [p.split(":")[0] for p in outcome.problems] == ["report artifact", "baseline artifact"]
+    assert "job summary" in outcome.published and "step outputs" in outcome.published
+    assert sum(1 for t, _ in cmds.of("warning") if t == "axl-eval: publishing failed") == 2
+
+
+def test_no_results_is_an_error_with_a_summary(tmp_path: Path) -> None:
+    outcome, cmds = _run(tmp_path, read_settings({"INPUT_EVALS": "e/"}), _ctx(), _evals_from(None))
+    assert outcome.exit_code == 1
+    assert cmds.of("outputs")[0]["verdict"] == "error"
+    assert "does not exist" in cmds.of("summary")[0]
+    assert cmds.of("error")[0][0] == "axl-eval: no results"
+
+
+def test_shard_leg_uploads_its_slice_only(tmp_path: Path) -> None:
+    up = FakeUploader()
+    settings = read_settings({"INPUT_EVALS": "e/", "INPUT_SHARD": "2/3", "INPUT_SUITE": "big"})
+    outcome, cmds = _run(tmp_path, settings, _ctx(), _evals_from(GOOD), uploader=up)
+    assert outcome.mode == "shard" and outcome.exit_code == 0
+    assert list(up.uploads) == ["axl-eval-shard-big-2-of-3"]
+    assert list(up.uploads["axl-eval-shard-big-2-of-3"]) == ["shard-2-of-3.json"]
+    assert "merge job" in cmds.of("summary")[0]
+
+
+def _stored(**over: Any) -> bytes:
+    marker = comment_marker("default")
+    data = {
+        "format": 1,
+        "suite": "default",
+        "marker": marker,
+        "repository": "o/r",
+        "pr_number": 3,
+        "head_sha": "c" * 40,
+        "comment_mode": "always",
+        "failed": False,
+        "body": f"## ok\n{marker}",
+    }
+    data.update(over)
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize(
+    ("override", "why"),
+    [
+        ({"suite": "other"}, "for suite"),
+        ({"repository": "evil/r"}, "names repository"),
+        ({"pr_number": -1}, "valid PR number"),
+        ({"body": "no marker here"}, "lacks this suite's marker"),
+        ({"marker": "<!-- x -->"}, "marker is not this suite's"),
+        ({"body": comment_marker("default") + "x" * 70_000}, "over GitHub's limit"),
+        ({"comment_mode": "sometimes"}, "comment mode is unknown"),
+        ({"format": 2}, "format-1"),
+    ],
+)
+def test_stored_comments_are_checked_before_posting(override: dict[str, Any], why: str) -> None:
+    with pytest.raises(ArtifactError, match=why):
+        parse_stored_comment(_stored(**override), suite="default", repository="o/r")
+    assert parse_stored_comment(_stored(), suite="default", repository="o/r").pr_number == 3
+
+
+def test_zip_helper_roundtrip() -> None:
+    # The relay reads what the uploader zipped; a minimal sanity check of the format we store.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("comment.json", _stored())
+    assert zipfile.ZipFile(io.BytesIO(buf.getvalue())).read("comment.json") == _stored()
