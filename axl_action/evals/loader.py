@@ -66,9 +66,8 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
                     hint="eval files are named *_eval.py or *.eval.py",
                 )
             out.extend(found)
-        elif not path.exists():
-            raise EvalDefinitionError(f"{raw}: no such file or directory")
         else:
+            # A missing file is reported when it is loaded, so the other files still run.
             out.append(path)
     unique: dict[Path, None] = {}
     for p in out:

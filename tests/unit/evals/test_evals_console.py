@@ -1,0 +1,281 @@
+"""Console layout of the run command (compare spec §9) and multi-run aggregation (§6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from axl_action.evals import console
+from axl_action.evals.multirun import aggregate_runs
+
+
+def stats(mean: float, scored: int = 10, failed: int = 0, skipped: int = 0) -> dict[str, Any]:
+    return {
+        "mean": mean,
+        "min": 0,
+        "max": 1,
+        "p50": mean,
+        "p95": 1,
+        "scored": scored,
+        "failed": failed,
+        "skipped": skipped,
+    }
+
+
+def result(**summary: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "r",
+        "dataset": "qa",
+        "metadata": {"workflows": ["qa-bot"]},
+        "totalCost": 1.5,
+        "accounting": {"knownCost": 1.5, "completeness": "complete", "reasons": {}},
+        "duration": 12345,
+        "items": [],
+        "summary": {"count": 100, "failures": 0, "scorers": {"exact": stats(0.8)}},
+    }
+    base["summary"].update(summary)
+    return base
+
+
+def test_table_layout() -> None:
+    r = result(
+        scorers={"exact": stats(0.755, failed=2), "na": stats(0, scored=0, skipped=4)},
+        timing={"mean": 1234, "min": 1, "max": 3000, "p50": 1100, "p95": 2999},
+        modelTiming={
+            "openai:gpt-4o": {
+                "calls": 10,
+                "wireMs": {"mean": 910.4, "p95": 1000},
+                "queuedMs": {"mean": 37.5},
+                "retryMs": {"mean": 0},
+                "rateLimitRetries": 7,
+            }
+        },
+    )
+    lines = console.format_table(r).split("\n")
+    assert lines[0] == "Eval: qa-bot x qa (100 items)"
+    assert lines[1] == "  Scorer      Mean       Min       Max       p50       p95"
+    assert lines[2] == "  " + "─" * 58
+    assert lines[3] == "  exact       0.76      0.00      1.00      0.76      1.00   (10/12 scored, 2 failed)"
+    assert lines[4] == "  na            --        --        --        --        --   (4 N/A)"
+    assert lines[5] == "  Timing      1.23s     1.10s     3.00s"
+    assert lines[6] == (
+        "    openai:gpt-4o  wire 910ms/1000ms · queued 38ms · retries 0ms · rate-limited 7×  (10 calls, mean/p95 per call)"
+    )
+    assert lines[7] == ""
+    assert lines[8] == "  Failures: 0/100 | Cost: $1.50 | Duration: 12.3s"
+
+
+def test_cost_budget_coverage_and_causes_lines() -> None:
+    r = result(
+        failures=6,
+        coverage={
+            "items": {
+                "completed": 94,
+                "failed": 6,
+                "cancelled": 0,
+                "budget_skipped": 0,
+                "budget_interrupted": 0,
+            }
+        },
+        itemErrorRate={"failed": 6, "attempted": 100, "rate": 0.06, "limit": 0.1, "exceeded": False},
+    )
+    r["accounting"] = {
+        "knownCost": 0.5,
+        "completeness": "incomplete",
+        "reasons": {"unpriced_model": 2, "usage_missing": 1},
+        "budget": {
+            "limit": 1,
+            "status": "closed",
+            "knownSpend": 1.004,
+            "knownOvershoot": 0.004,
+            "closedBy": "scorer",
+        },
+    }
+    r["items"] = (
+        [{"outcome": "failed", "failure": {"name": "ProviderError", "provider": "openai", "status": 429}}] * 3
+        + [{"outcome": "failed", "failure": {"name": "ProviderError", "provider": "openai", "status": 0}}]
+        + [{"outcome": "failed", "failure": {"name": "ValueError"}}] * 2
+    )
+    text = console.format_table(r)
+    assert (
+        "  Failures: 6/100 | Cost: $0.50 (incomplete: 2 unpriced_model, 1 usage_missing) | Duration: 12.3s"
+        in text
+    )
+    assert (
+        "  Budget: STOPPED — $1.00 known spend against a $1.00 limit, $0.00 over, first observed by scorer"
+        in text
+    )
+    assert "  Items: 94 completed, 6 failed — item error rate 6% (limit 10%)" in text
+    assert text.endswith("  Failure causes: 3 × 429 (openai), 2 × other, 1 × network (openai)")
+
+
+def test_open_budget_and_unverified_spend() -> None:
+    assert (
+        console.format_budget_line({"budget": {"limit": 2, "status": "open", "knownSpend": 0.25}})
+        == "  Budget: $0.25 of $2.00 (open)"
+    )
+    legacy = result()
+    del legacy["accounting"]
+    assert "Cost: $1.50 (unverified)" in console.format_table(legacy)
+
+
+def test_scorer_errors_block_lists_five_distinct() -> None:
+    r = result()
+    r["items"] = [{"scorerErrors": [f"err {i}", "err 0"]} for i in range(7)] + [{}]
+    lines = console.format_table(r).split("\n")
+    at = lines.index("  Scorer errors (7/100 items affected):")
+    assert lines[at + 1 : at + 7] == [f"    - err {i}" for i in range(5)] + ["    ... and 2 more"]
+
+
+def test_gate_messages() -> None:
+    stopped = result(
+        coverage={
+            "items": {
+                "completed": 5,
+                "failed": 0,
+                "cancelled": 0,
+                "budget_skipped": 3,
+                "budget_interrupted": 1,
+            },
+            "scorers": {},
+        }
+    )
+    stopped["accounting"]["budget"] = {
+        "limit": 0.01,
+        "status": "closed",
+        "knownSpend": 0.012,
+        "knownOvershoot": 0.002,
+    }
+    assert console.budget_stop_message(stopped, "f.py") == (
+        "[axl-eval] BUDGET STOPPED: f.py — known spend $0.01 reached the $0.01 limit (over by $0.00). 3 case(s) never "
+        "started, 1 stopped mid-flight, 5 completed. The run is incomplete by design; this is NOT a model or scorer failure."
+    )
+    exact = result(
+        coverage={
+            "items": {
+                "completed": 5,
+                "failed": 0,
+                "cancelled": 0,
+                "budget_skipped": 0,
+                "budget_interrupted": 0,
+            }
+        }
+    )
+    exact["accounting"]["budget"] = {"limit": 1, "status": "closed", "knownSpend": 1, "knownOvershoot": 0}
+    assert console.budget_stop_message(exact, "f.py") is None
+
+    wiped = result(
+        count=3,
+        failures=3,
+        coverage={
+            "items": {
+                "completed": 0,
+                "failed": 3,
+                "cancelled": 0,
+                "budget_skipped": 0,
+                "budget_interrupted": 0,
+            }
+        },
+    )
+    assert console.wipeout_message(wiped, "f.py") == (
+        "[axl-eval] FAILED: f.py — all 3 item(s) errored in the workflow (0 succeeded); the eval produced no scorable output."
+    )
+    cancelled = result(
+        count=3,
+        failures=3,
+        coverage={
+            "items": {
+                "completed": 0,
+                "failed": 0,
+                "cancelled": 3,
+                "budget_skipped": 0,
+                "budget_interrupted": 0,
+            }
+        },
+    )
+    assert console.wipeout_message(cancelled, "f.py") is None
+
+    rate = result(
+        itemErrorRate={"failed": 250, "attempted": 339, "rate": 250 / 339, "limit": 0.05, "exceeded": True}
+    )
+    message = console.item_error_rate_message(rate, "f.py run 2/3")
+    assert message is not None and message.startswith(
+        "[axl-eval] ITEM ERROR RATE EXCEEDED: f.py run 2/3 — 250 of 339 attempted item(s) failed in the workflow "
+        "(item error rate 73.7%), over the 5% limit;"
+    )
+    degraded = result(
+        degraded=[
+            {"scorer": "exact", "rate": 0.1, "limit": 0, "type": "deterministic", "scored": 9, "failed": 1},
+            {"scorer": "judge", "rate": 0.3, "limit": 0.25, "type": "llm", "scored": 7, "failed": 3},
+        ]
+    )
+    assert console.degraded_messages(degraded, "f.py") == [
+        '[axl-eval] DEGRADED: f.py scorer "exact" (deterministic) failed 10.0% (1/10), over the deterministic zero-tolerance.',
+        '[axl-eval] DEGRADED: f.py scorer "judge" (llm) failed 30.0% (3/10), over the 25.0% limit.',
+    ]
+    na = result(scorers={"na": stats(0, scored=0, skipped=4)})
+    assert console.fully_skipped_notes(na, "f.py")[0].startswith(
+        '[axl-eval] NOTE: f.py scorer "na" was not applicable to any item (4 N/A, 0 scored)'
+    )
+
+
+def test_control_characters_are_neutralised() -> None:
+    r = result(scorers={"bad\x1b[2Jname": stats(1)})
+    assert "\x1b" not in console.format_table(r)
+
+
+@pytest.mark.parametrize(
+    ("x", "digits", "text"), [(0.125, 2, "0.13"), (1.005, 2, "1.00"), (-0.0, 2, "0.00"), (12.25, 1, "12.3")]
+)
+def test_to_fixed_matches_js(x: float, digits: int, text: str) -> None:
+    assert console.to_fixed(x, digits) == text
+
+
+def run_result(
+    mean: float, timing: float | None, scored: int = 5, failed: int = 0, cost: float = 0.1
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "count": 5,
+        "failures": 0,
+        "scorers": {"exact": stats(mean, scored=scored, failed=failed)},
+    }
+    if timing is not None:
+        summary["timing"] = {"mean": timing}
+    return {
+        "dataset": "qa",
+        "metadata": {"workflows": ["w1"], "runGroupId": "g"},
+        "totalCost": cost,
+        "accounting": {"knownCost": cost, "completeness": "complete", "reasons": {}},
+        "duration": 1000,
+        "summary": summary,
+    }
+
+
+def test_aggregate_runs_and_table() -> None:
+    runs = [run_result(0.8, 1000), run_result(0.9, 2000, failed=1), run_result(0.7, 1500, scored=0)]
+    agg = aggregate_runs(runs)
+    assert list(agg) == [
+        "runGroupId",
+        "runCount",
+        "workflows",
+        "dataset",
+        "totalCost",
+        "accounting",
+        "totalDuration",
+        "scorers",
+        "timing",
+    ]
+    assert agg["runGroupId"] == "g" and agg["runCount"] == 3
+    exact = agg["scorers"]["exact"]
+    assert exact["mean"] == 0.85 and exact["std"] == 0.071 and exact["scored"] == 10 and exact["failed"] == 1
+    assert agg["timing"] == {"mean": 1500, "std": 500}
+    assert agg["accounting"]["knownCost"] == pytest.approx(0.3)
+    table = console.format_multi_run_table(agg).split("\n")
+    assert table[0] == "Eval: w1 x qa — 3 runs"
+    assert table[3] == "  exact      0.850 ± 0.071     0.800     0.900   (10/11 scored, 1 failed)"
+    assert table[4] == "  Timing      1.50 ± 0.50s"
+    assert table[-1] == "  Total Cost: $0.30 | Total Duration: 3.0s"
+    assert "timing" not in aggregate_runs([run_result(0.8, 1000), run_result(0.8, None)])
+    with pytest.raises(ValueError, match="Cannot aggregate zero runs"):
+        aggregate_runs([])
