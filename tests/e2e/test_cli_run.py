@@ -220,8 +220,26 @@ def test_missing_file_and_malformed_dataset_row(tmp_path: Path) -> None:
     assert f"Error running eval {path}: {tmp_path / 'rows.jsonl'} line 2: invalid JSON" in proc.stderr
 
 
+SLOW_EVAL = """\
+import time
+from pathlib import Path
+from axl_action import dataset, define_eval, scorer
+
+MARKER = Path(__file__).with_name("started")
+
+def execute_workflow(value, runtime):
+    MARKER.touch()
+    time.sleep(0.2)
+    return {"output": value}
+
+eval = define_eval("slow", dataset("slow", items=[{"input": n} for n in range(60)]),
+                   [scorer("one", lambda output: 1)], concurrency=4)
+"""
+
+
 def test_sigterm_writes_a_valid_partial_file(tmp_path: Path) -> None:
-    path = eval_file(tmp_path, count=40, sleep=0.15, concurrency=4)
+    path = tmp_path / "slow_eval.py"
+    path.write_text(SLOW_EVAL)
     out = tmp_path / "partial.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "axl_action.cli.main", str(path), "--output", str(out)],
@@ -231,19 +249,20 @@ def test_sigterm_writes_a_valid_partial_file(tmp_path: Path) -> None:
         text=True,
     )
     deadline = time.monotonic() + 30
-    assert proc.stderr is not None
-    # Wait until the run has started items (the progress line is printed at the end, so poll time).
-    time.sleep(1.2)
-    assert time.monotonic() < deadline
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the eval never started"
+        time.sleep(0.02)
+    time.sleep(0.3)  # let a few items finish
     proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=60)
+    _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
     assert "Received SIGTERM" in stderr
     data = json.loads(out.read_text())
     outcomes = [i["outcome"] for i in data["items"]]
-    assert len(outcomes) == 40
+    assert len(outcomes) == 60
     assert "cancelled" in outcomes and "completed" in outcomes
     assert set(outcomes) <= {"completed", "cancelled"}
     assert data["summary"]["coverage"]["items"]["cancelled"] == outcomes.count("cancelled")
-    assert load_result_file(out).results[0].summary.count == 40
+    assert all(i["error"] == "Cancelled" for i in data["items"] if i["outcome"] == "cancelled")
+    assert load_result_file(out).results[0].summary.count == 60
     assert not list(tmp_path.glob(".partial.json.*"))  # no temp file left behind
