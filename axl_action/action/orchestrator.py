@@ -20,7 +20,6 @@ results, an input was invalid, or the relay found a stored comment it could not 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,15 +31,17 @@ from axl_action.action.baseline import (
     age_text,
     locate_baseline,
 )
+from axl_action.action.commenting import StickyCommenter
 from axl_action.action.evalstep import EvalRun, build_request
 from axl_action.action.gating import Evaluation, evaluate
 from axl_action.action.modes import ModeChoice, ResolvedMode, resolve_mode
 from axl_action.action.outputs import ActionOutputs
 from axl_action.action.ports import Clock, Commands, Commenter, RunEvals, Uploader
-from axl_action.action.relay import COMMENT_FILE, COMMENT_FORMAT, relay_comment
+from axl_action.action.relay import relay_comment
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
 from axl_action.github.client import GitHubClient
+from axl_action.github.comments import GateVerdict, comment_artifact_files
 from axl_action.github.errors import GitHubPermissionError
 from axl_action.report import (
     ReportContext,
@@ -135,6 +136,8 @@ def run_action(
         sharded=settings.shard is not None,
     )
     print(f"axl-eval-action: mode {choice.mode}: {choice.reason}.", flush=True)
+    if commenter is None and github is not None:
+        commenter = StickyCommenter(github, ctx.repository, settings.suite)
     if choice.mode == "comment":
         return relay_comment(settings, ctx, github=github, commenter=commenter, commands=commands)
     flow = _Flow(
@@ -173,6 +176,7 @@ class _Flow:
         self.branch = branch
         self.outputs = ActionOutputs(mode=self.mode)
         self.baseline_results: ResultFile | None = None
+        self.comment_note: str | None = None
         self.outcome = ActionOutcome(exit_code=1, mode=self.mode, outputs=self.outputs)
 
     # ------------------------------------------------------------------ flow
@@ -252,7 +256,7 @@ class _Flow:
         if self.mode == "baseline":
             self._guard("baseline artifact", lambda: self._publish_baseline(candidate, failed))
         if self.mode == "compare" and self.ctx.pr_number is not None:
-            self._guard("PR comment", lambda: self._publish_comment(report_ctx, failed))
+            self._guard("PR comment", lambda: self._publish_comment(report_ctx, evaluation, failed))
         self._guard("job summary", lambda: self._publish_summary(report_ctx, lookup, evalrun))
         self._annotate(report_ctx, evalrun)
         self._guard("step outputs", self._publish_outputs)
@@ -372,49 +376,50 @@ class _Flow:
         uploaded = self.uploader.upload(name, {RESULTS_NAME: data}, overwrite=True)
         print(f"Stored the baseline as artifact {name!r} (id {uploaded.id}).")
 
-    def _publish_comment(self, report_ctx: ReportContext, failed: bool) -> None:
-        assert self.ctx.pr_number is not None
-        body = render_comment(report_ctx)
+    def _publish_comment(self, report_ctx: ReportContext, evaluation: Evaluation, failed: bool) -> None:
+        pr = self.ctx.pr_number
+        head = self.ctx.pr_head_sha
+        assert pr is not None
         if self.commenter is None:
             self.cmd.warning(
                 "No github-token was given, so no PR comment was written.", title="No PR comment"
             )
             return
+        if not head:
+            raise ActionPublishError(
+                "the event payload has no pull_request.head.sha to mark the comment with"
+            )
+        body = render_comment(report_ctx)
+        verdict: GateVerdict = "fail" if failed else ("warn" if report_ctx.verdict == "warn" else "pass")
         try:
             result = self.commenter.upsert(
-                pr_number=self.ctx.pr_number,
+                pr_number=pr,
                 body=body,
-                marker=report_ctx.marker,
+                head_sha=head,
                 comment_mode=self.s.comment,
-                failed=failed,
-                head_sha=self.ctx.pr_head_sha,
+                verdict=verdict,
+                changed=_changed(evaluation, verdict),
             )
         except GitHubPermissionError as err:
-            self._store_comment(body, report_ctx.marker, err)
+            self._store_comment(body, pr, head, err)
             return
         if result.url:
             self.outputs.comment_url = result.url
-        print(f"PR comment: {result.action}{f' ({result.url})' if result.url else ''}.")
+        self.comment_note = f"PR comment {result.action}: {result.reason}."
+        print(f"{self.comment_note}{f' ({result.url})' if result.url else ''}")
 
-    def _store_comment(self, body: str, marker: str, err: GitHubPermissionError) -> None:
+    def _store_comment(self, body: str, pr: int, head: str, err: GitHubPermissionError) -> None:
         """A read-only token (fork PR): keep the comment for the ``workflow_run`` relay."""
         name = comment_artifact_name(self.s.suite)
-        payload = {
-            "format": COMMENT_FORMAT,
-            "suite": self.s.suite,
-            "marker": marker,
-            "repository": self.ctx.repository,
-            "pr_number": self.ctx.pr_number,
-            "head_sha": self.ctx.pr_head_sha,
-            "comment_mode": self.s.comment,
-            "failed": self.outputs.verdict == "fail",
-            "body": body,
-        }
+        files = comment_artifact_files(
+            body, repo=self.ctx.repository, pr_number=pr, head_sha=head, suite=self.s.suite
+        )
         if self.uploader is None:
             raise ActionPublishError(
                 f"the PR comment was refused ({err}) and no artifact service is available"
             )
-        self.uploader.upload(name, {COMMENT_FILE: json.dumps(payload).encode("utf-8")}, overwrite=True)
+        self.uploader.upload(name, files, overwrite=True)
+        self.comment_note = f"The comment was stored as artifact `{name}` for the workflow_run relay."
         self.cmd.warning(
             f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The comment was "
             f"stored as artifact {name!r}; a workflow_run workflow with `mode: comment` posts it "
@@ -487,3 +492,17 @@ class _Flow:
         self._guard("step outputs", self._publish_outputs)
         self.outcome.exit_code = 1
         return self.outcome
+
+
+def _changed(evaluation: Evaluation, verdict: GateVerdict) -> bool:
+    """Worth a comment under ``comment: on-change``: a gate not passing, or any measured change."""
+    if verdict != "pass":
+        return True
+    comparison = evaluation.comparison
+    if comparison is None:
+        return False
+    if comparison.regressions or comparison.improvements:
+        return True
+    if any(s.verdict in ("regressed", "improved") for s in comparison.scorers.values()):
+        return True
+    return comparison.cost is not None and comparison.cost.certified and comparison.cost.delta != 0

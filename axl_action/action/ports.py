@@ -14,6 +14,7 @@ from typing import Protocol
 
 from axl_action.action.evalstep import EvalRequest, EvalRun
 from axl_action.github.artifact_upload import UploadedArtifact
+from axl_action.github.comments import CommentMode, CommentResult, GateVerdict
 
 
 class Commands(Protocol):
@@ -67,25 +68,18 @@ RunEvals = Callable[[EvalRequest], EvalRun]
 Clock = Callable[[], datetime]
 
 
-class CommentResult(Protocol):
-    """What happened to the sticky comment."""
-
-    @property
-    def url(self) -> str | None:
-        """The comment's html_url, when one exists after the call."""
-        ...
-
-    @property
-    def action(self) -> str:
-        """``created``, ``updated``, ``unchanged``, ``skipped``, ..."""
-        ...
-
-
 class Commenter(Protocol):
-    """Keeps the one sticky PR comment of a suite (marker-matched, newest-head protected)."""
+    """Keeps the one sticky PR comment of a suite (``action.commenting.StickyCommenter``)."""
 
     def upsert(
-        self, *, pr_number: int, body: str, marker: str, comment_mode: str, failed: bool, head_sha: str | None
+        self,
+        *,
+        pr_number: int,
+        body: str,
+        head_sha: str,
+        comment_mode: CommentMode,
+        verdict: GateVerdict,
+        changed: bool,
     ) -> CommentResult:
         """Create or update the comment as ``comment_mode`` allows; a read-only token raises
         ``GitHubPermissionError``."""

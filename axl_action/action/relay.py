@@ -10,11 +10,14 @@ sticky-comment upsert as a normal PR run.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from axl_action.action.outputs import ActionOutputs
 from axl_action.action.ports import Commands, Commenter
-from axl_action.action.settings import COMMENT_MODES, ActionSettings
+from axl_action.action.settings import ActionSettings
 from axl_action.errors import AxlError
 from axl_action.github.artifacts import download_artifact
 from axl_action.github.client import GitHubClient
@@ -25,50 +28,60 @@ from axl_action.report import COMMENT_LIMIT, comment_marker
 if TYPE_CHECKING:
     from axl_action.action.orchestrator import ActionOutcome, RunContext
 
-COMMENT_FILE = "comment.json"
-COMMENT_FORMAT = 1
+META_FILE = "comment.json"
+BODY_FILE = "comment.md"
 _MAX_ARTIFACT_BYTES = 4 * 1024 * 1024
+_HEX = re.compile(r"[0-9a-f]{7,64}")
 
 
+@dataclass(frozen=True)
 class StoredComment:
-    """A validated stored comment."""
+    """A stored comment that passed every check."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.pr_number: int = data["pr_number"]
-        self.head_sha: str | None = data.get("head_sha")
-        self.body: str = data["body"]
-        self.marker: str = data["marker"]
-        self.comment_mode: str = data["comment_mode"]
-        self.failed: bool = bool(data.get("failed"))
+    pr_number: int
+    head_sha: str
+    body: str
+    """The rendered comment without the hidden marker lines (the upsert adds them back)."""
 
 
-def parse_stored_comment(raw: bytes, *, suite: str, repository: str) -> StoredComment:
-    """Check a stored ``comment.json``; raises ArtifactError saying what is wrong."""
+def parse_stored_comment(files: Mapping[str, bytes], *, suite: str, repository: str) -> StoredComment:
+    """Check the files of a stored-comment artifact; raises ArtifactError saying what is wrong."""
+    for name in (META_FILE, BODY_FILE):
+        if name not in files:
+            raise ArtifactError(f"The stored comment was rejected: the artifact holds no {name}")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        meta = json.loads(files[META_FILE].decode("utf-8"))
+        text = files[BODY_FILE].decode("utf-8")
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ArtifactError(f"{COMMENT_FILE} is not JSON") from None
-    if not isinstance(data, dict) or data.get("format") != COMMENT_FORMAT:
-        raise ArtifactError(f"{COMMENT_FILE} is not a format-{COMMENT_FORMAT} stored comment")
-    marker = comment_marker(suite)
+        raise ArtifactError("The stored comment was rejected: it is not UTF-8 JSON and Markdown") from None
+    if not isinstance(meta, dict):
+        raise ArtifactError("The stored comment was rejected: comment.json is not an object")
+    head = meta.get("head_sha")
+    pr = meta.get("pr_number")
+    lines = text.split("\n", 2)
     checks = [
-        (data.get("suite") == suite, f"it is for suite {data.get('suite')!r}, not {suite!r}"),
-        (data.get("repository") == repository, f"it names repository {data.get('repository')!r}"),
-        (isinstance(data.get("pr_number"), int) and data["pr_number"] > 0, "it has no valid PR number"),
-        (isinstance(data.get("body"), str) and data["body"].strip() != "", "it has no comment body"),
-        (data.get("marker") == marker, "its marker is not this suite's"),
-        (isinstance(data.get("body"), str) and marker in data["body"], "its body lacks this suite's marker"),
+        (meta.get("suite") == suite, f"it is for suite {meta.get('suite')!r}, not {suite!r}"),
+        (meta.get("repository") == repository, f"it names repository {meta.get('repository')!r}"),
+        (isinstance(pr, int) and not isinstance(pr, bool) and pr > 0, "it has no valid PR number"),
+        (isinstance(head, str) and _HEX.fullmatch(head) is not None, "its head SHA is not a commit id"),
+        (len(text) <= COMMENT_LIMIT, "its body is over GitHub's limit"),
         (
-            isinstance(data.get("body"), str) and len(data["body"]) <= COMMENT_LIMIT,
-            "its body is over GitHub's limit",
+            len(lines) == 3 and lines[0] == comment_marker(suite),
+            "its body does not start with this suite's marker",
         ),
-        (data.get("comment_mode") in COMMENT_MODES, "its comment mode is unknown"),
-        (data.get("head_sha") is None or isinstance(data.get("head_sha"), str), "its head SHA is not text"),
+        (
+            len(lines) == 3 and lines[1] == f"<!-- axl-eval-action:head-sha {head} -->",
+            "its body is for another commit",
+        ),
     ]
     for ok, why in checks:
         if not ok:
             raise ArtifactError(f"The stored comment was rejected: {why}")
-    return StoredComment(data)
+    assert isinstance(pr, int) and isinstance(head, str)
+    body = lines[2]
+    if not body.strip():
+        raise ArtifactError("The stored comment was rejected: its body is empty")
+    return StoredComment(pr_number=pr, head_sha=head, body=body)
 
 
 def relay_comment(
@@ -134,25 +147,21 @@ def relay_comment(
             files = extract_zip(
                 data, ZipLimits(max_entries=4, max_total_bytes=_MAX_ARTIFACT_BYTES), source=name
             )
-            if COMMENT_FILE not in files:
-                raise ArtifactError(f"artifact {name!r} holds no {COMMENT_FILE}")
-            stored = parse_stored_comment(
-                files[COMMENT_FILE], suite=settings.suite, repository=ctx.repository
-            )
+            stored = parse_stored_comment(files, suite=settings.suite, repository=ctx.repository)
             _check_pull(github, ctx, stored)
+            # The PR run already applied the `comment` input; the relay only delivers.
             result = commenter.upsert(
                 pr_number=stored.pr_number,
                 body=stored.body,
-                marker=stored.marker,
-                comment_mode=stored.comment_mode,
-                failed=stored.failed,
                 head_sha=stored.head_sha,
+                comment_mode="always",
+                verdict="pass",
+                changed=True,
             )
         except AxlError as err:
             commands.error(str(err), title="Stored comment not posted")
             outputs.verdict = "error"
             return finish(1)
-    outputs.verdict = "fail" if stored.failed else "pass"
     outputs.comment_url = result.url or ""
     print(f"PR #{stored.pr_number} comment: {result.action}{f' ({result.url})' if result.url else ''}.")
     outcome.published.append("PR comment")
@@ -163,8 +172,8 @@ def _check_pull(github: GitHubClient, ctx: RunContext, stored: StoredComment) ->
     """The PR must exist here and be at the commit the triggering run built (no forged numbers)."""
     pull = github.get_json(f"/repos/{ctx.repository}/pulls/{stored.pr_number}")
     head = (pull.get("head") or {}).get("sha")
-    expected = ctx.triggering_head_sha or stored.head_sha
-    if expected and head != expected:
+    expected = (ctx.triggering_head_sha or stored.head_sha).lower()
+    if str(head).lower() != expected:
         raise ArtifactError(
             f"The stored comment names PR #{stored.pr_number}, whose head is {str(head)[:7]}, but the "
             f"triggering run built {expected[:7]}; not posting it",

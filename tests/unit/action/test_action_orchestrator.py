@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import shutil
-import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +18,7 @@ from axl_action.action.orchestrator import ActionOutcome, RunContext, run_action
 from axl_action.action.relay import parse_stored_comment
 from axl_action.action.settings import ActionSettings, read_settings
 from axl_action.github.artifact_upload import UploadedArtifact
+from axl_action.github.comments import comment_artifact_files
 from axl_action.github.errors import ArtifactError, GitHubPermissionError
 from axl_action.report import comment_marker
 
@@ -170,6 +169,7 @@ def test_pr_without_token_still_reports_and_self_gates(tmp_path: Path) -> None:
     summary = cmds.of("summary")[0]
     assert "no github-token was given" in summary
     assert cm.calls and comment_marker("default") in cm.calls[0]["body"]
+    assert cm.calls[0]["comment_mode"] == "always" and cm.calls[0]["head_sha"] == "a" * 40
     assert cmds.of("outputs")[0]["comment-url"].startswith("https://github.test/")
     assert cmds.of("outputs")[0]["baseline-sha"] == ""
 
@@ -180,8 +180,7 @@ def test_fork_pr_403_stores_the_comment_and_does_not_fail(tmp_path: Path) -> Non
         tmp_path, read_settings({"INPUT_EVALS": "e/"}), _ctx(), _evals_from(GOOD), uploader=up, commenter=cm
     )
     assert outcome.exit_code == 0 and not outcome.problems
-    stored = up.uploads["axl-eval-comment"]["comment.json"]
-    parsed = parse_stored_comment(stored, suite="default", repository="o/r")
+    parsed = parse_stored_comment(up.uploads["axl-eval-comment"], suite="default", repository="o/r")
     assert parsed.pr_number == 7 and parsed.head_sha == "a" * 40
     assert parsed.body == cm.calls[0]["body"]
     assert any(t == "PR comment stored for the relay" for t, _ in cmds.of("warning"))
@@ -232,45 +231,39 @@ def test_shard_leg_uploads_its_slice_only(tmp_path: Path) -> None:
     assert "merge job" in cmds.of("summary")[0]
 
 
-def _stored(**over: Any) -> bytes:
-    marker = comment_marker("default")
-    data = {
-        "format": 1,
-        "suite": "default",
-        "marker": marker,
-        "repository": "o/r",
-        "pr_number": 3,
-        "head_sha": "c" * 40,
-        "comment_mode": "always",
-        "failed": False,
-        "body": f"## ok\n{marker}",
-    }
-    data.update(over)
-    return json.dumps(data).encode()
+HEAD = "c" * 40
+
+
+def _stored(meta: dict[str, Any] | None = None, body: str | None = None) -> dict[str, bytes]:
+    files = comment_artifact_files("## ok\nall good", repo="o/r", pr_number=3, head_sha=HEAD, suite="default")
+    if meta is not None:
+        data = json.loads(files["comment.json"])
+        data.update(meta)
+        files["comment.json"] = json.dumps(data).encode()
+    if body is not None:
+        files["comment.md"] = body.encode()
+    return files
 
 
 @pytest.mark.parametrize(
-    ("override", "why"),
+    ("meta", "body", "why"),
     [
-        ({"suite": "other"}, "for suite"),
-        ({"repository": "evil/r"}, "names repository"),
-        ({"pr_number": -1}, "valid PR number"),
-        ({"body": "no marker here"}, "lacks this suite's marker"),
-        ({"marker": "<!-- x -->"}, "marker is not this suite's"),
-        ({"body": comment_marker("default") + "x" * 70_000}, "over GitHub's limit"),
-        ({"comment_mode": "sometimes"}, "comment mode is unknown"),
-        ({"format": 2}, "format-1"),
+        ({"suite": "other"}, None, "for suite"),
+        ({"repository": "evil/r"}, None, "names repository"),
+        ({"pr_number": -1}, None, "valid PR number"),
+        ({"pr_number": True}, None, "valid PR number"),
+        ({"head_sha": "not-a-sha"}, None, "not a commit id"),
+        ({"head_sha": "d" * 40}, None, "for another commit"),
+        (None, "no marker here", "does not start with this suite's marker"),
+        (None, comment_marker("default") + "\nx\n" + "x" * 70_000, "over GitHub's limit"),
     ],
 )
-def test_stored_comments_are_checked_before_posting(override: dict[str, Any], why: str) -> None:
+def test_stored_comments_are_checked_before_posting(
+    meta: dict[str, Any] | None, body: str | None, why: str
+) -> None:
     with pytest.raises(ArtifactError, match=why):
-        parse_stored_comment(_stored(**override), suite="default", repository="o/r")
-    assert parse_stored_comment(_stored(), suite="default", repository="o/r").pr_number == 3
-
-
-def test_zip_helper_roundtrip() -> None:
-    # The relay reads what the uploader zipped; a minimal sanity check of the format we store.
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("comment.json", _stored())
-    assert zipfile.ZipFile(io.BytesIO(buf.getvalue())).read("comment.json") == _stored()
+        parse_stored_comment(_stored(meta, body), suite="default", repository="o/r")
+    ok = parse_stored_comment(_stored(), suite="default", repository="o/r")
+    assert (ok.pr_number, ok.head_sha, ok.body) == (3, HEAD, "## ok\nall good")
+    with pytest.raises(ArtifactError, match=r"holds no comment\.md"):
+        parse_stored_comment({"comment.json": b"{}"}, suite="default", repository="o/r")
