@@ -431,7 +431,7 @@ class _Flow:
         self, report_ctx: ReportContext, lookup: BaselineLookup | None, evalrun: EvalRun
     ) -> None:
         del lookup, evalrun
-        self.cmd.write_summary(render_summary(report_ctx))
+        self.cmd.append_summary(render_summary(report_ctx))
 
     def _annotate(self, report_ctx: ReportContext, evalrun: EvalRun) -> None:
         for gate in report_ctx.gates:
@@ -447,7 +447,8 @@ class _Flow:
             )
 
     def _publish_outputs(self) -> None:
-        self.cmd.set_outputs(self.outputs.as_outputs())
+        for name, value in self.outputs.as_outputs().items():
+            self.cmd.set_output(name, value)
 
     # ------------------------------------------------------------------ shard / no results
 
@@ -472,7 +473,7 @@ class _Flow:
             f"{sum(len(r.items) for r in candidate.results)} items ran; the results were uploaded as `{name}` "
             "for the merge job, which compares and gates the whole suite.",
         ]
-        self._guard("job summary", lambda: self.cmd.write_summary("\n".join(lines) + "\n"))
+        self._guard("job summary", lambda: self.cmd.append_summary("\n".join(lines) + "\n"))
         self._guard("step outputs", self._publish_outputs)
         if self.outcome.problems and "shard artifact" not in self.outcome.published:
             self.outcome.exit_code = 1
@@ -488,7 +489,7 @@ class _Flow:
             f"## ❌ axl-eval ({md_text(self.s.suite)}): no results\n\n"
             f"{md_text(message)}\n\nNothing was compared or gated. See the **Run the evals** group of the log.\n"
         )
-        self._guard("job summary", lambda: self.cmd.write_summary(summary))
+        self._guard("job summary", lambda: self.cmd.append_summary(summary))
         self._guard("step outputs", self._publish_outputs)
         self.outcome.exit_code = 1
         return self.outcome

@@ -18,7 +18,7 @@ from axl_action.github.comments import CommentMode, CommentResult, GateVerdict
 
 
 class Commands(Protocol):
-    """Workflow commands and environment files of the current step."""
+    """Workflow commands and environment files of the current step (``github.workflow_commands``)."""
 
     def group(self, title: str) -> AbstractContextManager[object]:
         """A collapsible ``::group::`` section of the log."""
@@ -40,12 +40,12 @@ class Commands(Protocol):
         """A ``::notice`` annotation."""
         ...
 
-    def set_outputs(self, values: Mapping[str, str]) -> None:
-        """Write step outputs (``$GITHUB_OUTPUT``)."""
+    def set_output(self, name: str, value: str) -> None:
+        """Write one step output (``$GITHUB_OUTPUT``)."""
         ...
 
-    def write_summary(self, markdown: str) -> None:
-        """Write the job summary (``$GITHUB_STEP_SUMMARY``)."""
+    def append_summary(self, markdown: str) -> None:
+        """Append to the job summary (``$GITHUB_STEP_SUMMARY``)."""
         ...
 
 

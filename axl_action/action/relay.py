@@ -101,7 +101,8 @@ def relay_comment(
     def finish(code: int) -> ActionOutcome:
         outcome.exit_code = code
         try:
-            commands.set_outputs(outputs.as_outputs())
+            for name, value in outputs.as_outputs().items():
+                commands.set_output(name, value)
             outcome.published.append("step outputs")
         except Exception as err:  # the relay's own verdict matters more than its outputs
             outcome.problems.append(f"step outputs: {err}")

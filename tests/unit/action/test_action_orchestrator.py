@@ -51,10 +51,13 @@ class FakeCommands:
     def notice(self, message: str, *, title: str | None = None) -> None:
         self.events.append(("notice", (title, message)))
 
-    def set_outputs(self, values: Mapping[str, str]) -> None:
-        self.events.append(("outputs", dict(values)))
+    def set_output(self, name: str, value: str) -> None:
+        if self.events and self.events[-1][0] == "outputs":
+            self.events[-1][1][name] = value
+        else:
+            self.events.append(("outputs", {name: value}))
 
-    def write_summary(self, markdown: str) -> None:
+    def append_summary(self, markdown: str) -> None:
         self.events.append(("summary", markdown))
 
     def of(self, kind: str) -> list[Any]:
