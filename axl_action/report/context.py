@@ -44,6 +44,7 @@ from axl_action.report.render import comment_marker
 from axl_action.schema import (
     DEFAULT_MAX_ITEM_ERROR_RATE,
     EvalResult,
+    ItemFailure,
     Stats,
     coverage_of,
     evaluate_item_error_rate,
@@ -89,11 +90,21 @@ def _light_wire(result: EvalResult) -> dict[str, Any]:
     return {
         "summary": result.summary.to_wire(),
         "items": [
-            {"outcome": it.outcome, "failure": it.failure.to_wire() if it.failure else None}
+            {"outcome": it.outcome, "failure": _failure_wire(it.failure)}
             for it in result.items
             if it.outcome == "failed"
         ],
     }
+
+
+def _failure_wire(failure: ItemFailure | None) -> dict[str, Any] | None:
+    if failure is None:
+        return None
+    wire = failure.to_wire()
+    status = wire.get("status")
+    if isinstance(status, float) and status.is_integer():
+        wire["status"] = int(status)  # "429", not "429.0", in the failure-cause labels
+    return wire
 
 
 def _strip(line: str | None, prefix: str) -> str | None:
@@ -349,13 +360,15 @@ def _top_regressions(
         c_out = "" if c_item is None else display_text(c_item.output)
         if c_item is not None and c_item.bucket != "completed":
             c_out = c_out or (c_item.error or c_item.bucket)
+        b_out = display_text(b_item.output) if b_item is not None else ""
+        b_text, c_text = aligned_excerpts(b_out, c_out, n) if b_item is not None else ("", truncate(c_out, n))
         excerpts.append(
             ItemExcerpt(
                 index=i,
                 key=item_key(worst.input),
                 input=truncate(to_text(worst.input), n),
-                baseline_output=truncate(display_text(b_item.output), n) if b_item is not None else "",
-                candidate_output=truncate(c_out, n),
+                baseline_output=b_text,
+                candidate_output=c_text,
                 changes=changes,
                 worst_delta=worst.delta,
                 reasoning=reasoning,
@@ -363,6 +376,28 @@ def _top_regressions(
             )
         )
     return excerpts, len(by_item)
+
+
+def aligned_excerpts(before: str, after: str, limit: int, lead: int = 60) -> tuple[str, str]:
+    """Excerpts of two texts starting shortly before their first difference.
+
+    A long common opening would otherwise fill the whole excerpt with identical text.
+    """
+    pos = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        pos += 1
+    start = 0
+    if pos > lead:
+        start = pos - lead
+        space = before.rfind(" ", 0, start + 1)
+        start = space + 1 if space > start - 20 else start
+    prefix = "…" if start else ""
+    return (
+        truncate(prefix + before[start:], limit),
+        truncate(prefix + after[start:], limit),
+    )
 
 
 def _accounting_panel(candidate: EvalResult) -> AccountingPanel:

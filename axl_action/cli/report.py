@@ -1,0 +1,249 @@
+"""``axl-eval report <candidate.json> [--baseline FILE] [--html FILE] ...``: render the reports.
+
+Writes any of: the single-file HTML report (``--html``), the PR comment Markdown
+(``--markdown``) and the job summary Markdown (``--summary``); with none of them, the HTML
+report goes next to the candidate as ``<name>.report.html``. With ``--baseline`` the two
+results are compared first (same engine and gate flags as ``axl-eval compare``). Prints the
+verdict and the paths written. Exit 0 when the reports were written; the gates decide the
+exit code of ``axl-eval compare``, not of this command.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+from axl_action.errors import InputFileError, UsageError
+
+SUMMARY = "Render the PR comment, job summary and HTML report for a result"
+
+USAGE_LINE = (
+    "Usage: axl-eval report <candidate.json> [--baseline <file>] [--html <file>] "
+    "[--markdown <file>] [--summary <file>] [--suite <key>]"
+)
+
+HELP = f"""\
+{USAGE_LINE}
+       [--threshold <v>] [--fail-on-regression] [--max-item-error-rate <0..1>]
+       [--max-scorer-error-rate <0..1>] [--max-cost-increase <pct>] [--seed <n>]
+       [--run-url <url>] [--report-url <url>]
+
+Renders reports for a results file, compared with --baseline when given.
+
+  --baseline <file>             results to compare against (runs the compare engine)
+  --html <file>                 write the single-file HTML report (opens offline, no network)
+  --markdown <file>             write the PR comment (Markdown, at most 65,536 characters)
+  --summary <file>              write the job summary (Markdown, at most 1 MB)
+  --suite <key>                 suite key shown in the reports and in the comment marker
+                                (default: the dataset name)
+  --threshold, --fail-on-regression, --max-item-error-rate, --max-scorer-error-rate,
+  --max-cost-increase, --seed   as for `axl-eval compare`; they decide the gates shown
+  --run-url <url>               link to the CI run, shown in the reports
+  --report-url <url>            link to the uploaded HTML report, shown in the comment
+
+With none of --html/--markdown/--summary, writes <candidate>.report.html next to the input.
+"""
+
+_VALUE_FLAGS = (
+    "--baseline",
+    "--html",
+    "--markdown",
+    "--summary",
+    "--suite",
+    "--threshold",
+    "--max-item-error-rate",
+    "--max-scorer-error-rate",
+    "--max-cost-increase",
+    "--seed",
+    "--run-url",
+    "--report-url",
+)
+_BOOL_FLAGS = ("--fail-on-regression",)
+_RATE_RE = re.compile(r"^\d*\.?\d+$")
+_PCT_RE = re.compile(r"^\d*\.?\d+%?$")
+_INT_RE = re.compile(r"^-?\d+$")
+
+
+@dataclass
+class ReportArgs:
+    """Parsed command line of ``axl-eval report``."""
+
+    candidate: str
+    baseline: str | None = None
+    html: str | None = None
+    markdown: str | None = None
+    summary: str | None = None
+    suite: str | None = None
+    thresholds: float | Mapping[str, float] | None = None
+    fail_on_regression: bool = False
+    max_item_error_rate: float | None = None
+    max_scorer_error_rate: float | None = None
+    max_cost_increase: float | None = None
+    seed: int | None = None
+    run_url: str | None = None
+    report_url: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def _rate(flag: str, raw: str) -> float:
+    text = raw.strip()
+    if not _RATE_RE.match(text) or not 0 <= float(text) <= 1:
+        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"')
+    return float(text)
+
+
+def _thresholds(raw: str) -> float | Mapping[str, float]:
+    from axl_action.compare.thresholds import parse_threshold
+
+    parsed = parse_threshold(raw)
+    values = [parsed] if isinstance(parsed, float) else list(parsed.values()) if parsed else []
+    if parsed is None or any(math.isnan(v) for v in values):
+        raise UsageError(
+            f'--threshold must be a number or name=value pairs, got "{raw}"',
+            hint="e.g. --threshold 0.05 or --threshold accuracy=0.02,tone=0.1",
+        )
+    return parsed
+
+
+def parse_args(argv: Sequence[str]) -> ReportArgs:
+    """Parse the flags; raises ``UsageError`` with one clear line."""
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    files: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, inline = arg.partition("=")
+        if arg.startswith("--") and name in _VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise UsageError(f"{name} requires a value", hint=USAGE_LINE)
+            if not value.strip():
+                raise UsageError(f"{name} requires a non-empty value", hint=USAGE_LINE)
+            values[name] = value
+        elif arg in _BOOL_FLAGS:
+            flags.add(arg)
+        elif arg.startswith("--"):
+            raise UsageError(f"Unknown flag: {arg}", hint="run `axl-eval report --help` for the flags")
+        else:
+            files.append(arg)
+        i += 1
+    if len(files) != 1:
+        raise UsageError(f"report takes one candidate results file, got {len(files)}", hint=USAGE_LINE)
+    args = ReportArgs(
+        candidate=files[0],
+        baseline=values.get("--baseline"),
+        html=values.get("--html"),
+        markdown=values.get("--markdown"),
+        summary=values.get("--summary"),
+        suite=values.get("--suite"),
+        fail_on_regression="--fail-on-regression" in flags,
+        run_url=values.get("--run-url"),
+        report_url=values.get("--report-url"),
+        values=values,
+    )
+    if "--threshold" in values:
+        args.thresholds = _thresholds(values["--threshold"])
+    if "--max-item-error-rate" in values:
+        args.max_item_error_rate = _rate("--max-item-error-rate", values["--max-item-error-rate"])
+    if "--max-scorer-error-rate" in values:
+        args.max_scorer_error_rate = _rate("--max-scorer-error-rate", values["--max-scorer-error-rate"])
+    if "--max-cost-increase" in values:
+        raw = values["--max-cost-increase"].strip()
+        if not _PCT_RE.match(raw):
+            raise UsageError(
+                f'--max-cost-increase must be a non-negative percentage, got "{raw}"',
+                hint="e.g. --max-cost-increase 10 allows up to +10% cost per run",
+            )
+        args.max_cost_increase = float(raw.rstrip("%"))
+    if "--seed" in values:
+        raw = values["--seed"].strip()
+        if not _INT_RE.match(raw):
+            raise UsageError(f'--seed must be an integer, got "{raw}"')
+        args.seed = int(raw)
+    if not (args.html or args.markdown or args.summary):
+        stem = Path(args.candidate)
+        args.html = str(stem.with_name(stem.stem + ".report.html"))
+    return args
+
+
+def _write(path: str, text: str) -> Path:
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            hint="check that the directory exists and is writable",
+        ) from exc
+    return target
+
+
+def run(argv: list[str], *, out: TextIO | None = None) -> int:
+    """Entry point of ``axl-eval report``; returns the exit code."""
+    stdout = out or sys.stdout
+    if argv and argv[0] in ("-h", "--help"):
+        print(HELP, file=stdout)
+        return 0
+    args = parse_args(argv)
+
+    from axl_action.compare.engine import CompareOptions, compare_results
+    from axl_action.compare.gates import GateOptions, evaluate_gates
+    from axl_action.report import (
+        RunInfo,
+        build_report_context,
+        render_comment,
+        render_report_html,
+        render_summary,
+    )
+    from axl_action.schema import load_result_file
+
+    candidate = load_result_file(args.candidate).results
+    baseline = load_result_file(args.baseline).results if args.baseline else None
+    comparison = gates = None
+    if baseline is not None:
+        comparison = compare_results(
+            baseline, candidate, CompareOptions(thresholds=args.thresholds, seed=args.seed)
+        )
+        gates = evaluate_gates(
+            comparison,
+            baseline,
+            candidate,
+            GateOptions(
+                fail_on_regression=args.fail_on_regression,
+                max_scorer_error_rate=args.max_scorer_error_rate,
+                max_item_error_rate=args.max_item_error_rate,
+                max_cost_increase=args.max_cost_increase,
+            ),
+        )
+    info = RunInfo(
+        suite=args.suite,
+        run_url=args.run_url,
+        report_url=args.report_url,
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+    ctx = build_report_context(candidate, baseline, comparison, gates, info)
+    written: list[tuple[str, Path]] = []
+    if args.markdown:
+        written.append(("PR comment", _write(args.markdown, render_comment(ctx))))
+    if args.summary:
+        written.append(("Job summary", _write(args.summary, render_summary(ctx))))
+    if args.html:
+        html = render_report_html(ctx, candidate, baseline, comparison)
+        written.append(("HTML report", _write(args.html, html)))
+    failing = f" (failed: {', '.join(ctx.failing_gates)})" if ctx.failing_gates else ""
+    print(f"Verdict: {ctx.verdict}{failing}", file=stdout)
+    for label, path in written:
+        print(f"{label}: {path}", file=stdout)
+    return 0
