@@ -89,8 +89,8 @@ def _track_uninstrumented(fn: Callable[[], Any], **_: Any) -> TrackResult[Any]:
     try:
         value = fn()
     except Exception as exc:
-        return TrackResult("rejected", None, exc, uninstrumented_accounting(), None, None, None, False)
-    return TrackResult("fulfilled", value, None, uninstrumented_accounting(), None, None, None, False)
+        return TrackResult("rejected", None, exc, accounting=uninstrumented_accounting())
+    return TrackResult("fulfilled", value, None, accounting=uninstrumented_accounting())
 
 
 def iso_now() -> str:

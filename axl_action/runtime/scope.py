@@ -25,7 +25,6 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from axl_action.errors import AxlError
@@ -231,7 +230,8 @@ class Scope:
         self.purpose: Purpose = purpose
         self.admission = admission
         self.capture = capture
-        self.correlation = dict(correlation)
+        # Shared with the parent when unchanged: treated as immutable.
+        self.correlation = correlation
         self.ledger = _Ledger(keep_samples)
         self.open_ops: set[Operation] = set()
 
@@ -244,6 +244,7 @@ class Scope:
         return tuple(out)
 
 
+_NO_CORRELATION: Mapping[str, Any] = {}
 _current: ContextVar[Scope | None] = ContextVar("axl_accounting_scope", default=None)
 
 
@@ -412,31 +413,83 @@ def open_operation(kind: str, *, model: str | None = None) -> Operation:
     return op
 
 
-@dataclass(slots=True)
 class TrackResult(Generic[T]):
-    """What :func:`track` reports: the outcome of ``fn`` plus what its scope measured."""
+    """What :func:`track` reports: the outcome of ``fn`` plus what its scope measured.
 
-    status: Literal["fulfilled", "rejected"]
-    """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
-    value: T | None
-    """The return value (``None`` when rejected)."""
-    error: BaseException | None
-    """The exception ``fn`` raised (``None`` when fulfilled)."""
-    accounting: dict[str, Any]
-    """The scope's core ``Accounting`` record (wire form, spec §7.1)."""
-    timing: dict[str, dict[str, float]] | None
-    """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
-    samples: dict[str, list[CallTiming]] | None
-    """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
-    metadata: dict[str, Any] | None
-    """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
-    measured: bool
-    """True when the scope saw at least one operation or one denied operation."""
+    The accounting record and roll-ups are built on first access: most scopes (deterministic
+    scorers) measure nothing and nobody reads their record.
+    """
+
+    __slots__ = ("_accounting", "_ledger", "error", "status", "value")
+
+    def __init__(
+        self,
+        status: Literal["fulfilled", "rejected"],
+        value: T | None,
+        error: BaseException | None,
+        ledger: _Ledger | None = None,
+        accounting: dict[str, Any] | None = None,
+    ) -> None:
+        self.status: Literal["fulfilled", "rejected"] = status
+        """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
+        self.value = value
+        """The return value (``None`` when rejected)."""
+        self.error = error
+        """The exception ``fn`` raised (``None`` when fulfilled)."""
+        self._ledger = ledger
+        self._accounting = accounting
+
+    @property
+    def accounting(self) -> dict[str, Any]:
+        """The scope's core ``Accounting`` record (wire form, spec §7.1); a fresh dict."""
+        if self._accounting is None:
+            assert self._ledger is not None
+            with _LOCK:
+                self._accounting = self._ledger.record()
+        return self._accounting
+
+    @property
+    def timing(self) -> dict[str, dict[str, float]] | None:
+        """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
+        ledger = self._ledger
+        if ledger is None or not ledger.timing:
+            return None
+        with _LOCK:
+            return {m: dict(v) for m, v in ledger.timing.items()}
+
+    @property
+    def samples(self) -> dict[str, list[CallTiming]] | None:
+        """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
+        ledger = self._ledger
+        if ledger is None or not ledger.samples:
+            return None
+        with _LOCK:
+            return {m: list(v) for m, v in ledger.samples.items()}
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        with _LOCK:
+            return ledger.metadata()
+
+    @property
+    def measured(self) -> bool:
+        """True when the scope saw at least one operation or one denied operation."""
+        ledger = self._ledger
+        if ledger is None:
+            return False
+        return ledger.total > 0 or ledger.denied > 0 or ledger.settled > 0 or ledger.unknown > 0
+
+
+_PLAIN = (dict, list, str, int, float, bool, type(None), tuple)
 
 
 def _run(fn: Callable[[], Any]) -> Any:
     value = fn()
-    if inspect.isawaitable(value):
+    if not isinstance(value, _PLAIN) and inspect.isawaitable(value):
         awaitable = value
 
         async def wait() -> Any:
@@ -462,12 +515,18 @@ def track(
     returning an awaitable is driven to completion on a private event loop.
     """
     parent = _current.get()
+    if parent is None:
+        correlation: Mapping[str, Any] = capture_correlation or _NO_CORRELATION
+    elif capture_correlation:
+        correlation = {**parent.correlation, **capture_correlation}
+    else:
+        correlation = parent.correlation
     scope = Scope(
         parent,
         purpose or (parent.purpose if parent is not None else "generation"),
         admission,
         capture if capture is not None else (parent.capture if parent is not None else None),
-        {**(parent.correlation if parent is not None else {}), **(capture_correlation or {})},
+        correlation,
         capture_timing_samples,
     )
     token = _current.set(scope)
@@ -480,14 +539,8 @@ def track(
         status, error = "rejected", exc
     finally:
         _current.reset(token)
-        with _LOCK:
-            for op in list(scope.open_ops):
-                op._unknown_locked("abandoned", None)
-    with _LOCK:
-        ledger = scope.ledger
-        record = ledger.record()
-        timing = {m: dict(v) for m, v in ledger.timing.items()} or None
-        samples = {m: list(v) for m, v in ledger.samples.items()} if ledger.samples else None
-        metadata = ledger.metadata()
-        measured = ledger.total > 0 or ledger.denied > 0 or ledger.settled > 0 or ledger.unknown > 0
-    return TrackResult(status, value, error, record, timing, samples, metadata, measured)
+        if scope.open_ops:
+            with _LOCK:
+                for op in list(scope.open_ops):
+                    op._unknown_locked("abandoned", None)
+    return TrackResult(status, value, error, scope.ledger)
