@@ -43,6 +43,7 @@ from axl_action.errors import ActionPublishError, AxlError
 from axl_action.github.client import GitHubClient
 from axl_action.github.comments import GateVerdict, comment_artifact_files
 from axl_action.github.errors import GitHubPermissionError
+from axl_action.github.event import GitHubContext
 from axl_action.report import (
     ReportContext,
     RunInfo,
@@ -105,6 +106,28 @@ class RunContext:
     triggering_head_sha: str | None = None
     """``workflow_run`` events: the head commit of that run."""
 
+    @classmethod
+    def from_github(cls, ctx: GitHubContext) -> RunContext:
+        """The orchestrator's view of ``github.event.GitHubContext``."""
+        pr = ctx.pull_request
+        trigger = ctx.workflow_run
+        return cls(
+            event_name=ctx.event_name,
+            ref=ctx.ref,
+            repository=ctx.repository,
+            default_branch=ctx.default_branch,
+            sha=ctx.sha,
+            pr_number=pr.number if pr else None,
+            pr_head_sha=pr.head_sha if pr else None,
+            pr_base_sha=pr.base_sha if pr else None,
+            is_fork=pr.is_fork if pr else False,
+            run_id=str(ctx.run_id),
+            run_attempt=str(ctx.run_attempt),
+            server_url=ctx.server_url,
+            triggering_run_id=trigger.id if trigger else None,
+            triggering_head_sha=trigger.head_sha if trigger else None,
+        )
+
     @property
     def run_url(self) -> str | None:
         if not self.run_id or not self.repository:
@@ -114,7 +137,7 @@ class RunContext:
 
 def run_action(
     settings: ActionSettings,
-    ctx: RunContext,
+    ctx: GitHubContext | RunContext,
     *,
     github: GitHubClient | None,
     uploader: Uploader | None,
@@ -127,6 +150,8 @@ def run_action(
     env: dict[str, str] | None = None,
 ) -> ActionOutcome:
     """Do this run's job; see the module docstring. ``scratch`` receives reports and copies."""
+    if isinstance(ctx, GitHubContext):
+        ctx = RunContext.from_github(ctx)
     branch = settings.baseline_branch or ctx.default_branch
     choice = resolve_mode(
         settings.mode,

@@ -1,0 +1,109 @@
+"""``axl-eval-action``: the container's entrypoint, and the only code that reads the environment.
+
+It masks secrets first, reads the inputs (a bad one stops the run before anything is spent),
+loads the run's context from ``GITHUB_*`` and the event file, builds the GitHub client and the
+artifact uploader, and hands everything to :func:`~axl_action.action.orchestrator.run_action`.
+
+Exit codes: 0 success; 1 a gate failed, the evals produced no results, an input was invalid,
+the run is not inside GitHub Actions, or the relay could not post a stored comment.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from axl_action.action.evalstep import run_evals
+from axl_action.action.orchestrator import run_action
+from axl_action.action.settings import read_settings, secrets_to_mask
+from axl_action.errors import ActionInputError, AxlError
+from axl_action.github.artifact_upload import ArtifactUploader
+from axl_action.github.client import GitHubClient
+from axl_action.github.event import load_context
+from axl_action.github.workflow_commands import WorkflowCommands
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the action with ``os.environ``; returns the process exit code."""
+    del argv  # the runner passes inputs as INPUT_* variables, never as arguments
+    return run(dict(os.environ))
+
+
+def run(env: Mapping[str, str]) -> int:
+    commands = WorkflowCommands.from_env(env)
+    for secret in secrets_to_mask(env):
+        commands.add_mask(secret)
+    try:
+        settings = read_settings(env)
+    except ActionInputError as err:
+        commands.error(str(err), title=f"Invalid input {err.input_name}")
+        return 1
+    try:
+        context = load_context(env)
+    except AxlError as err:
+        commands.error(str(err), title="Not a GitHub Actions run")
+        return 1
+
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+    workdir = (workspace / settings.working_directory).resolve()
+    if not workdir.is_dir():
+        commands.error(
+            f"Invalid input working-directory: {settings.working_directory!r} is not a directory of the "
+            "repository (did the job run actions/checkout first?)",
+            title="Invalid input working-directory",
+        )
+        return 1
+    # Reports go to the runner's temp directory, not the workspace: files the container writes
+    # there are root-owned and would break a later actions/checkout.
+    temp_root = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
+    scratch = Path(tempfile.mkdtemp(prefix="axl-eval-action-", dir=temp_root))
+
+    token = settings.github_token.get_secret_value()
+    github = GitHubClient.from_env(env, token) if token else None
+    if github is None:
+        commands.warning(
+            "github-token is empty: no baseline lookup and no PR comment.", title="No GitHub token"
+        )
+    uploader: ArtifactUploader | None = None
+    if context.artifacts_supported:
+        try:
+            uploader = ArtifactUploader.from_env(env)
+        except AxlError as err:
+            commands.warning(str(err), title="Artifacts unavailable")
+    else:
+        commands.warning(
+            "This GitHub server has no artifacts v4 service, so no baseline or report can be stored.",
+            title="Artifacts unavailable",
+        )
+
+    child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_")}
+    try:
+        outcome = run_action(
+            settings,
+            context,
+            github=github,
+            uploader=uploader,
+            commands=commands,
+            clock=lambda: datetime.now(UTC),
+            run_evals=run_evals,
+            workdir=workdir,
+            scratch=scratch,
+            env=child_env,
+        )
+    except ActionInputError as err:
+        commands.error(str(err), title=f"Invalid input {err.input_name}")
+        return 1
+    except AxlError as err:
+        commands.error(str(err), title="axl-eval-action failed")
+        return 1
+    for problem in outcome.problems:
+        print(f"Not published: {problem}", file=sys.stderr)
+    return outcome.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
