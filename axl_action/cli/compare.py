@@ -101,13 +101,11 @@ def _parse_threshold(raw: str) -> float | Mapping[str, float]:
             f'--threshold must be a number or name=value pairs, got "{raw}"',
             hint="e.g. --threshold 0.05 or --threshold accuracy=0.02,tone=0.1",
         )
-    bad = (
-        [raw]
-        if isinstance(parsed, float) and math.isnan(parsed)
-        else [f"{k}={v}" for k, v in parsed.items() if math.isnan(v)]
-        if isinstance(parsed, Mapping)
-        else []
-    )
+    if isinstance(parsed, Mapping):
+        pieces = {piece.partition("=")[0].strip(): piece.strip() for piece in raw.split(",")}
+        bad = [pieces.get(k, k) for k, v in parsed.items() if math.isnan(v)]
+    else:
+        bad = [raw] if math.isnan(parsed) else []
     if bad:
         raise UsageError(
             f'--threshold has a value that is not a number: "{bad[0]}"',
