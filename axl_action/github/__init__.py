@@ -1,0 +1,121 @@
+"""The GitHub layer: REST client, baseline artifacts, artifact upload, sticky comments,
+workflow commands and the run context.
+
+Everything takes its clients and paths as arguments; only the explicit ``from_env``
+constructors (and :func:`load_context`) read the environment. Typical use by the action::
+
+    ctx = load_context(os.environ)
+    gh = GitHubClient.from_env(os.environ, token=inputs.github_token)
+    wc = WorkflowCommands.from_env(os.environ)
+    wc.add_mask(inputs.github_token)
+
+    # pull_request: compare against the default branch's baseline
+    mb = merge_base(gh, ctx.repository, ctx.pull_request.base_sha, ctx.pull_request.head_sha)
+    fetched = fetch_baseline(gh, ctx.repository, artifact_name="axl-eval-baseline",
+                             branch=ctx.pull_request.base_ref, workflow=ctx.workflow_file,
+                             merge_base_sha=mb, base_sha=ctx.pull_request.base_sha)
+    ...
+    if should_post(mode, verdict, changed, existing=...):
+        try:
+            upsert_sticky_comment(gh, ctx.repository, pr.number, body, suite=key, head_sha=pr.head_sha)
+        except GitHubPermissionError:  # fork PR: hand the comment to a workflow_run relay
+            ArtifactUploader.from_env(os.environ).upload(
+                "axl-eval-comment", comment_artifact_files(body, repo=..., pr_number=..., head_sha=..., suite=key))
+
+    # push to the default branch: store the baseline
+    ArtifactUploader.from_env(os.environ, on_secret=wc.add_mask).upload(
+        "axl-eval-baseline", {"results.json": data}, overwrite=True)
+"""
+
+from axl_action.github.artifact_upload import (
+    ArtifactUploader,
+    UploadedArtifact,
+    artifacts_supported,
+    backend_ids_from_token,
+    zip_files,
+)
+from axl_action.github.artifacts import (
+    ArtifactInfo,
+    BaselineChoice,
+    FetchedBaseline,
+    NoBaseline,
+    SkippedCandidate,
+    WorkflowRunInfo,
+    download_artifact,
+    download_baseline,
+    fetch_baseline,
+    find_baseline,
+    list_artifacts,
+    list_workflow_runs,
+    merge_base,
+)
+from axl_action.github.client import GitHubClient
+from axl_action.github.comments import (
+    MAX_COMMENT_CHARS,
+    CommentMode,
+    CommentResult,
+    CommentTooLongError,
+    GateVerdict,
+    comment_artifact_files,
+    compose_comment_body,
+    find_sticky_comment,
+    resolve_comment_author,
+    should_post,
+    upsert_sticky_comment,
+)
+from axl_action.github.errors import (
+    ArtifactError,
+    ArtifactExpiredError,
+    GitHubError,
+    GitHubPermissionError,
+    GitHubRateLimitError,
+)
+from axl_action.github.event import GitHubContext, PullRequestContext, WorkflowRunTrigger, load_context
+from axl_action.github.safezip import ZipLimits, extract_zip
+from axl_action.github.workflow_commands import SummaryTooLargeError, WorkflowCommands
+
+__all__ = [
+    "MAX_COMMENT_CHARS",
+    "ArtifactError",
+    "ArtifactExpiredError",
+    "ArtifactInfo",
+    "ArtifactUploader",
+    "BaselineChoice",
+    "CommentMode",
+    "CommentResult",
+    "CommentTooLongError",
+    "FetchedBaseline",
+    "GateVerdict",
+    "GitHubClient",
+    "GitHubContext",
+    "GitHubError",
+    "GitHubPermissionError",
+    "GitHubRateLimitError",
+    "NoBaseline",
+    "PullRequestContext",
+    "SkippedCandidate",
+    "SummaryTooLargeError",
+    "UploadedArtifact",
+    "WorkflowCommands",
+    "WorkflowRunInfo",
+    "WorkflowRunTrigger",
+    "ZipLimits",
+    "artifacts_supported",
+    "backend_ids_from_token",
+    "comment_artifact_files",
+    "compose_comment_body",
+    "download_artifact",
+    "download_baseline",
+    "extract_zip",
+    "fetch_baseline",
+    "find_baseline",
+    "find_sticky_comment",
+    "list_artifacts",
+    "list_workflow_runs",
+    "load_context",
+    "merge_base",
+    "resolve_comment_author",
+    "should_post",
+    "upsert_sticky_comment",
+    "zip_files",
+]

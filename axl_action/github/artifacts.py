@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
@@ -286,11 +286,17 @@ def find_baseline(
     now: datetime | None = None,
     max_runs: int = 300,
     max_ancestor_checks: int = 5,
+    exclude: Mapping[int, str] | None = None,
 ) -> BaselineChoice | NoBaseline:
-    """Pick the baseline artifact by the rule in the module docstring."""
+    """Pick the baseline artifact by the rule in the module docstring.
+
+    ``exclude`` maps artifact ids to a reason they must not be chosen (e.g. a download that
+    answered 410); they are reported in ``skipped``.
+    """
     now = now or datetime.now(UTC)
     artifacts = list_artifacts(client, repo, artifact_name)
     skipped: list[SkippedCandidate] = []
+    exclude = exclude or {}
 
     def skip(art: ArtifactInfo, reason: str) -> None:
         skipped.append(
@@ -305,7 +311,9 @@ def find_baseline(
 
     plausible: list[ArtifactInfo] = []
     for art in artifacts:
-        if art.expired:
+        if art.id in exclude:
+            skip(art, exclude[art.id])
+        elif art.expired:
             skip(art, "expired (past its retention period)")
         elif art.run_id is None or art.head_sha is None:
             skip(art, "no workflow run recorded for it")
@@ -542,3 +550,57 @@ def download_baseline(
         max_bytes=(limits or ZipLimits()).max_total_bytes,
     )
     return extract_zip(data, limits, source=f"artifact {choice.artifact_name!r} (id {choice.artifact_id})")
+
+
+class FetchedBaseline(BaseModel):
+    """A chosen baseline together with its unpacked files."""
+
+    model_config = ConfigDict(frozen=True)
+
+    choice: BaselineChoice
+    """Which artifact, and why."""
+    files: dict[str, bytes]
+    """Its files by path inside the zip."""
+
+
+def fetch_baseline(
+    client: GitHubClient,
+    repo: str,
+    *,
+    artifact_name: str,
+    branch: str,
+    workflow: str | None = None,
+    merge_base_sha: str | None = None,
+    base_sha: str | None = None,
+    limits: ZipLimits | None = None,
+    blob_session: requests.Session | None = None,
+    max_expired_retries: int = 3,
+) -> FetchedBaseline | NoBaseline:
+    """Choose the baseline (:func:`find_baseline`), download and unpack it.
+
+    An artifact can expire between listing and download: a 410 marks it skipped and the
+    choice is made again without it (at most ``max_expired_retries`` times).
+    """
+    exclude: dict[int, str] = {}
+    while True:
+        choice = find_baseline(
+            client,
+            repo,
+            artifact_name=artifact_name,
+            branch=branch,
+            workflow=workflow,
+            merge_base_sha=merge_base_sha,
+            base_sha=base_sha,
+            exclude=exclude,
+        )
+        if isinstance(choice, NoBaseline):
+            return choice
+        try:
+            files = download_baseline(client, repo, choice, limits=limits, blob_session=blob_session)
+        except ArtifactExpiredError:
+            if len(exclude) >= max_expired_retries:
+                raise
+            log.warning("Baseline artifact %d expired before download; choosing again", choice.artifact_id)
+            exclude[choice.artifact_id] = "expired (410 Gone on download)"
+            continue
+        return FetchedBaseline(choice=choice, files=files)

@@ -270,7 +270,7 @@ class FakeGitHub:
 
     def _base(self, name: str) -> str:
         host, port = self._servers[name].server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def api_url(self) -> str:
@@ -1227,7 +1227,8 @@ class FakeGitHub:
         if run is None:
             return _twirp_error(404, "not_found", "workflow run not found")
         with self.lock:
-            return getattr(self, f"_t_{rpc}")(run, req)
+            handler: Callable[[FakeRun, dict[str, Any]], _Response] = getattr(self, f"_t_{rpc}")
+            return handler(run, req)
 
     def _run_artifact(self, run: FakeRun, name: str) -> FakeArtifact | None:
         return next((a for a in self.artifacts.values() if a.run is run and a.name == name), None)

@@ -6,6 +6,7 @@ import base64
 import json
 import logging
 import random
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -30,8 +31,8 @@ def _setup(gh: FakeGitHub) -> tuple[FakeRun, str, list[float]]:
     return run, gh.runtime_token(run), []
 
 
-def _uploader(gh: FakeGitHub, token: str, sleeps: list[float], **kw: object) -> ArtifactUploader:
-    return ArtifactUploader(gh.results_url, token, sleep=sleeps.append, **kw)  # type: ignore[arg-type]
+def _uploader(gh: FakeGitHub, token: str, sleeps: list[float], **kw: Any) -> ArtifactUploader:
+    return ArtifactUploader(gh.results_url, token, sleep=sleeps.append, **kw)
 
 
 def test_upload_then_download_round_trip(fake_github: FakeGitHub) -> None:
@@ -169,7 +170,9 @@ def test_token_not_logged(fake_github: FakeGitHub, caplog: pytest.LogCaptureFixt
 
 
 def _jwt(claims: dict[str, object]) -> str:
-    enc = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
+    def enc(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
     return f"{enc(b'{}')}.{enc(json.dumps(claims).encode())}.{enc(b'sig')}"
 
 

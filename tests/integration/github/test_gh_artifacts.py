@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from axl_action.github.artifacts import (
     BaselineChoice,
+    FetchedBaseline,
     NoBaseline,
     download_artifact,
     download_baseline,
+    fetch_baseline,
     find_baseline,
     list_artifacts,
     merge_base,
@@ -38,8 +41,8 @@ class World:
             self.arts[i] = gh.add_artifact(run, NAME, {"results.json": f'{{"commit": {i}}}'.encode()})
         self.client = GitHubClient(gh.api_url, self.token, sleep=lambda s: None)
 
-    def find(self, **kw: object) -> BaselineChoice | NoBaseline:
-        return find_baseline(self.client, self.repo.full_name, artifact_name=NAME, branch="main", **kw)  # type: ignore[arg-type]
+    def find(self, **kw: Any) -> BaselineChoice | NoBaseline:
+        return find_baseline(self.client, self.repo.full_name, artifact_name=NAME, branch="main", **kw)
 
 
 @pytest.fixture
@@ -194,3 +197,21 @@ def test_missing_actions_read_permission(world: World) -> None:
     world.gh.fail_next(1, 403, path=r"/actions/artifacts$", message="Resource not accessible by integration")
     with pytest.raises(GitHubPermissionError, match="actions: read"):
         world.find()
+
+
+def test_fetch_falls_back_when_the_chosen_artifact_expires_at_download(world: World) -> None:
+    # The listing still says "not expired", but the download answers 410.
+    world.gh.fail_next(1, 410, path=rf"/artifacts/{world.arts[3].id}/zip$", message="Artifact has expired")
+    fetched = fetch_baseline(
+        world.client, "octo/evals", artifact_name=NAME, branch="main", merge_base_sha=world.main[3]
+    )
+    assert isinstance(fetched, FetchedBaseline)
+    assert fetched.choice.head_sha == world.main[2] and fetched.choice.match == "ancestor"
+    assert fetched.files == {"results.json": b'{"commit": 2}'}
+    assert any(s.artifact_id == world.arts[3].id and "410" in s.reason for s in fetched.choice.skipped)
+
+
+def test_fetch_without_any_baseline(fake_github: FakeGitHub) -> None:
+    fake_github.add_repo()
+    client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=lambda s: None)
+    assert isinstance(fetch_baseline(client, "octo/evals", artifact_name=NAME, branch="main"), NoBaseline)

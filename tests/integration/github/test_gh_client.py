@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import pytest
 
 from axl_action.github.client import GitHubClient
 from axl_action.github.errors import GitHubError, GitHubPermissionError, GitHubRateLimitError
+from tests.fakes.github_fixtures import SleepRecorder
 from tests.fakes.github_server import FakeGitHub
 
 
-def _client(gh: FakeGitHub, token: str, sleeps: object, **kw: object) -> GitHubClient:
-    return GitHubClient(gh.api_url, token, sleep=sleeps, **kw)  # type: ignore[arg-type]
+def _client(gh: FakeGitHub, token: str, sleeps: SleepRecorder, **kw: Any) -> GitHubClient:
+    return GitHubClient(gh.api_url, token, sleep=sleeps, **kw)
 
 
-def test_sends_the_github_headers(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_sends_the_github_headers(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     _client(fake_github, token, sleeps).get_json("/repos/octo/evals")
@@ -27,19 +29,19 @@ def test_sends_the_github_headers(fake_github: FakeGitHub, sleeps: list[float]) 
     assert req.headers["authorization"] == f"Bearer {token}"
 
 
-def test_retries_5xx_with_bounded_backoff(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_retries_5xx_with_bounded_backoff(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     fake_github.fail_next(2, 502)
     body = _client(fake_github, token, sleeps, base_delay=1.0).get_json("/repos/octo/evals")
     assert body["full_name"] == "octo/evals"
     assert len(fake_github.requests_to("api")) == 3
-    assert len(sleeps.calls) == 2  # type: ignore[attr-defined]
-    first, second = sleeps.calls  # type: ignore[attr-defined]
+    assert len(sleeps.calls) == 2
+    first, second = sleeps.calls
     assert 1.0 <= first <= 1.25 and 2.0 <= second <= 2.5
 
 
-def test_gives_up_after_max_attempts(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_gives_up_after_max_attempts(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     fake_github.fail_next(10, 500)
@@ -51,7 +53,7 @@ def test_gives_up_after_max_attempts(fake_github: FakeGitHub, sleeps: list[float
     assert "re-run the job later" in str(err.value)
 
 
-def test_post_is_not_retried_on_5xx(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_post_is_not_retried_on_5xx(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     repo = fake_github.add_repo()
     fake_github.add_pull(repo, 1, head_sha="a" * 40, base_sha="b" * 40)
     token = fake_github.add_token()
@@ -62,54 +64,56 @@ def test_post_is_not_retried_on_5xx(fake_github: FakeGitHub, sleeps: list[float]
     assert len(fake_github.requests_to("api", "POST")) == 1
 
 
-def test_honours_retry_after_on_429(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_honours_retry_after_on_429(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     fake_github.rate_limit_next(1, retry_after=7)
     _client(fake_github, token, sleeps).get_json("/repos/octo/evals")
-    assert sleeps.calls == [7.0]  # type: ignore[attr-defined]
+    assert sleeps.calls == [7.0]
 
 
-def test_secondary_rate_limit_403_is_retried(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_secondary_rate_limit_403_is_retried(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     repo = fake_github.add_repo()
     fake_github.add_pull(repo, 1, head_sha="a" * 40, base_sha="b" * 40)
     token = fake_github.add_token()
     fake_github.secondary_rate_limit_next(1, retry_after=3, method="POST")
     _client(fake_github, token, sleeps).post_json("/repos/octo/evals/issues/1/comments", {"body": "x"})
-    assert sleeps.calls == [3.0]  # type: ignore[attr-defined]
+    assert sleeps.calls == [3.0]
     assert len(fake_github.comments_on(repo, 1)) == 1
 
 
-def test_secondary_limit_without_headers_waits_a_minute(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_secondary_limit_without_headers_waits_a_minute(
+    fake_github: FakeGitHub, sleeps: SleepRecorder
+) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     fake_github.secondary_rate_limit_next(1, retry_after=None)
     _client(fake_github, token, sleeps, max_wait=90).get_json("/repos/octo/evals")
-    assert sleeps.calls == [60.0]  # type: ignore[attr-defined]
+    assert sleeps.calls == [60.0]
 
 
-def test_primary_limit_waits_until_reset(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_primary_limit_waits_until_reset(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     fake_github.primary_rate_limit_next(1, reset_in=5)
     now = time.time()
     _client(fake_github, token, sleeps, clock=lambda: now).get_json("/repos/octo/evals")
-    (wait,) = sleeps.calls  # type: ignore[attr-defined]
+    (wait,) = sleeps.calls
     assert 4.0 <= wait <= 7.0
 
 
-def test_reset_too_far_away_raises_at_once(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_reset_too_far_away_raises_at_once(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     token = fake_github.add_token()
     fake_github.primary_rate_limit_next(1, reset_in=2400)
     with pytest.raises(GitHubRateLimitError) as err:
         _client(fake_github, token, sleeps, max_wait=60).get_json("/repos/octo/evals")
-    assert sleeps.calls == []  # type: ignore[attr-defined]
+    assert sleeps.calls == []
     assert "longer than the 60s" in str(err.value)
 
 
 def test_permission_403_is_not_retried_and_says_what_to_do(
-    fake_github: FakeGitHub, sleeps: list[float]
+    fake_github: FakeGitHub, sleeps: SleepRecorder
 ) -> None:
     repo = fake_github.add_repo()
     fake_github.add_pull(repo, 3, head_sha="a" * 40, base_sha="b" * 40)
@@ -120,16 +124,16 @@ def test_permission_403_is_not_retried_and_says_what_to_do(
     assert "Resource not accessible by integration" in str(err.value)
     assert "permissions:" in str(err.value)
     assert err.value.documentation_url and err.value.documentation_url.startswith("https://docs.github.com")
-    assert sleeps.calls == []  # type: ignore[attr-defined]
+    assert sleeps.calls == []
 
 
-def test_bad_credentials_401(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_bad_credentials_401(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     fake_github.add_repo()
     with pytest.raises(GitHubPermissionError, match="github-token input"):
         _client(fake_github, "ghp_not_a_real_token", sleeps).get_json("/repos/octo/evals")
 
 
-def test_pagination_follows_link_headers(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_pagination_follows_link_headers(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     repo = fake_github.add_repo()
     fake_github.add_pull(repo, 5, head_sha="a" * 40, base_sha="b" * 40)
     token = fake_github.add_token()
@@ -146,7 +150,7 @@ def test_pagination_follows_link_headers(fake_github: FakeGitHub, sleeps: list[f
     assert [r.query.get("page", ["1"])[0] for r in pages] == ["1", "2", "3"]
 
 
-def test_pagination_max_items_stops_early(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_pagination_max_items_stops_early(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     repo = fake_github.add_repo()
     fake_github.add_pull(repo, 5, head_sha="a" * 40, base_sha="b" * 40)
     token = fake_github.add_token()
@@ -163,7 +167,7 @@ def test_pagination_max_items_stops_early(fake_github: FakeGitHub, sleeps: list[
 
 def test_token_never_in_errors_logs_or_repr(
     fake_github: FakeGitHub,
-    sleeps: list[float],
+    sleeps: SleepRecorder,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -189,22 +193,22 @@ def test_token_never_in_errors_logs_or_repr(
         assert token not in text
 
 
-def test_refuses_to_send_token_to_another_host(fake_github: FakeGitHub, sleeps: list[float]) -> None:
+def test_refuses_to_send_token_to_another_host(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     token = fake_github.add_token()
     with pytest.raises(GitHubError, match="Refusing to send the GitHub token"):
         _client(fake_github, token, sleeps).get_json(fake_github.blob_url + "/blobs/x")
     assert fake_github.requests_to("blob") == []
 
 
-def test_ghes_style_api_prefix(sleeps: list[float]) -> None:
+def test_ghes_style_api_prefix(sleeps: SleepRecorder) -> None:
     """GHES serves the API under /api/v3; paths must be appended, not replace the prefix."""
     with FakeGitHub() as gh:
-        client = GitHubClient(gh.api_url + "/api/v3", "t", sleep=sleeps)  # type: ignore[arg-type]
+        client = GitHubClient(gh.api_url + "/api/v3", "t", sleep=sleeps)
         assert client.url("/repos/o/r") == gh.api_url + "/api/v3/repos/o/r"
         assert client.url("repos/o/r") == gh.api_url + "/api/v3/repos/o/r"
 
 
-def test_from_env_uses_github_api_url(sleeps: list[float]) -> None:
+def test_from_env_uses_github_api_url(sleeps: SleepRecorder) -> None:
     client = GitHubClient.from_env({"GITHUB_API_URL": "https://ghe.example.com/api/v3/"}, "tok")
     assert client.api_url == "https://ghe.example.com/api/v3"
     assert GitHubClient.from_env({}, "tok").api_url == "https://api.github.com"

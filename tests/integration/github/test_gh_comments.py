@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from axl_action.github.client import GitHubClient
 from axl_action.github.comments import (
     MAX_COMMENT_CHARS,
+    CommentMode,
     CommentTooLongError,
+    GateVerdict,
     comment_artifact_files,
     comment_marker,
     compose_comment_body,
@@ -25,10 +28,10 @@ HEAD = "a" * 40
 NEWER = "b" * 40
 
 
-def _world(gh: FakeGitHub, **token_kw: object) -> tuple[FakeRepo, FakePull, GitHubClient]:
+def _world(gh: FakeGitHub, **token_kw: Any) -> tuple[FakeRepo, FakePull, GitHubClient]:
     repo = gh.add_repo()
     pull = gh.add_pull(repo, 12, head_sha=HEAD, base_sha="c" * 40)
-    token = gh.add_token(**token_kw)  # type: ignore[arg-type]
+    token = gh.add_token(**token_kw)
     return repo, pull, GitHubClient(gh.api_url, token, sleep=lambda s: None)
 
 
@@ -167,5 +170,7 @@ def test_comment_artifact_files() -> None:
         ("on-change", "pass", False, True, True),
     ],
 )
-def test_should_post(mode: str, verdict: str, changed: bool, existing: bool, expected: bool) -> None:
-    assert should_post(mode, verdict, changed, existing) is expected  # type: ignore[arg-type]
+def test_should_post(
+    mode: CommentMode, verdict: GateVerdict, changed: bool, existing: bool, expected: bool
+) -> None:
+    assert should_post(mode, verdict, changed, existing) is expected
