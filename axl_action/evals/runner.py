@@ -225,6 +225,9 @@ def execute_eval(
     if dropped:
         metadata["droppedAnnotationKeys"] = dropped
     metadata["fingerprint"] = _fingerprint(dataset_items, scorers, scorer_types)
+    pricing_version = _pricing_version(runtime) if instrumented else None
+    if pricing_version:
+        metadata["fingerprint"]["pricingVersion"] = pricing_version
     if shard is not None:
         metadata["shard"] = {"index": shard[0], "count": shard[1], "datasetItems": len(dataset_items)}
 
@@ -290,13 +293,26 @@ def _fingerprint(
         "scorerSet": dict(scorer_types),
     }
     judge_config = [
-        [s.name, getattr(s, "model", None), getattr(s, "system", None)] for s in scorers if s.is_llm
+        [s.name, dict(s.config) if s.config else getattr(s, "model", None)]
+        for s in scorers
+        if s.is_llm or s.config
     ]
     if judge_config:
         from axl_action.schema.fingerprint import _sha, canonical_json
 
         out["config"] = _sha(canonical_json(judge_config))
     return out
+
+
+def _pricing_version(runtime: Any) -> str | None:
+    """The ``as_of`` date of the price table this runtime prices calls with."""
+    table = getattr(runtime, "pricing", None)
+    if table is None:
+        from axl_action.providers.gateway import default_pricing
+
+        table = default_pricing()
+    version = getattr(table, "as_of", None)
+    return version if isinstance(version, str) and version else None
 
 
 def _stub(raw: Mapping[str, Any], outcome: str, error: str) -> dict[str, Any]:

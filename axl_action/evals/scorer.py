@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,9 @@ class Scorer:
     """``applies(output, input, annotations)``; a falsy result marks the item N/A (skipped)."""
     is_llm: bool = False
     """True for LLM judges (``llm_scorer``)."""
+    config: Mapping[str, Any] | None = None
+    """Settings that change scores (judge model, prompt, temperature): hashed into
+    ``metadata.fingerprint.config`` so compare can tell two judges apart."""
     _score_arity: int = field(default=4, init=False, repr=False, compare=False)
     _applies_arity: int = field(default=3, init=False, repr=False, compare=False)
 
