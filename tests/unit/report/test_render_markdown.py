@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import RUN_INFO, XSS, Case, make_case
 from markdown_it import MarkdownIt
+from report_cases import RUN_INFO, XSS, Case, make_case
 
 from axl_action.report import (
     COMMENT_LIMIT,

@@ -1,0 +1,210 @@
+"""The HTML report in real headless Chromium: offline, interactive, and inert to hostile text.
+
+Run with ``pytest -m browser tests/browser``. ``UPDATE_GOLDEN=1`` also refreshes
+``docs/comment.png`` (a rendered PR comment for the README).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from report_cases import XSS, make_case
+from report_synth import synthetic_pair
+
+from axl_action.compare.engine import CompareOptions, compare_results
+from axl_action.report import build_report_context, render_comment, render_report_html
+from axl_action.report.markdown import comment_markdown_to_html
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _html(case: Any) -> str:
+    return render_report_html(case.ctx, case.candidate, case.baseline, case.comparison)
+
+
+@pytest.fixture(scope="module")
+def case() -> Any:
+    c = make_case(120, failed_every=23, budget_every=31)
+    # Unique words to find by search: one in an output, one in judge reasoning.
+    c.candidate.items[7].output = str(c.candidate.items[7].output) + " zebracorn"
+    detail = (c.candidate.items[3].score_details or {})["judge"]
+    assert detail.metadata is not None
+    detail.metadata["reasoning"] = "The unicornjudge says no."
+    # JSON outputs whose key order differs and one value changed.
+    c.baseline.items[11].output = json.dumps({"total": 10, "currency": "USD", "lines": [1, 2]})
+    c.candidate.items[11].output = json.dumps({"currency": "USD", "lines": [1, 2], "total": 12})
+    return c
+
+
+def _visible_count(page: Any) -> int:
+    text = page.inner_text(".status")
+    return int(text.split(" of ")[0])
+
+
+def test_offline_zero_requests_no_errors(open_report: Any, case: Any) -> None:
+    w = open_report(_html(case))
+    page = w.open()
+    page.click("tr.row")
+    page.wait_for_selector("#item-detail:not([hidden])")
+    assert w.requests == [w.file_url], w.requests
+    assert w.errors == []
+    assert page.evaluate("document.querySelectorAll('tbody tr.row').length") == 100
+
+
+def test_filters_counts_and_search(open_report: Any, case: Any) -> None:
+    page = open_report(_html(case)).open()
+    total = _visible_count(page)
+    assert total == 120
+    chip = page.locator('button.chip[data-chip="regressed"]')
+    expected = int(chip.locator(".chip-count").inner_text())
+    assert expected == case.ctx.regressed_items_total
+    chip.click()
+    assert chip.get_attribute("aria-pressed") == "true"
+    assert _visible_count(page) == expected
+    # Counts are live: other chips now count within the regressed set.
+    failed_count = int(page.locator('button.chip[data-chip="failed"] .chip-count').inner_text())
+    assert failed_count == 0
+    chip.click()
+    page.fill("input.search", "zebracorn")
+    expect(page.locator(".status")).to_have_text(re.compile(r"^1 of"))
+    expect(page.locator("tbody tr.row td.num").first).to_have_text("7")
+    page.fill("input.search", "unicornjudge")
+    expect(page.locator("tbody tr.row td.num").first).to_have_text("3")
+    expect(page.locator(".status")).to_have_text(re.compile(r"^1 of"))
+    assert page.url.endswith("#q=unicornjudge")
+
+
+def test_sort_and_deep_link(open_report: Any, case: Any) -> None:
+    w = open_report(_html(case))
+    page = w.open()
+    # Default: worst regression first.
+    first = int(page.inner_text("tbody tr.row td.num"))
+
+    def worst(i: int) -> float:
+        b, c = case.baseline.items[i].scores, case.candidate.items[i].scores
+        deltas = [c[k] - b[k] for k in c if c.get(k) is not None and b.get(k) is not None]
+        return min(deltas) if deltas else float("inf")
+
+    assert first == min(range(len(case.candidate.items)), key=lambda i: (worst(i), i))
+    page.click("th button.sort >> text=Latency")
+    page.click("th button.sort >> text=Latency")  # second click: ascending
+    lat = page.evaluate(
+        "Array.from(document.querySelectorAll('tbody tr.row')).slice(0, 20).map(r => r.lastChild.textContent)"
+    )
+    ms = [int(x.rstrip("ms")) for x in lat if x.endswith("ms")]
+    assert ms == sorted(ms)
+    page.click('button.chip[data-chip="changed"]')
+    page.click("tbody tr.row")
+    url = page.url
+    assert "f=changed" in url and "item=" in url and "sort=latency" in url
+    # Opening the link in a fresh page restores filters, sort and the open item.
+    w2 = open_report(_html(case), name="again.html")
+    page2 = w2.open(url[url.index("#") :])
+    assert page2.locator('button.chip[data-chip="changed"]').get_attribute("aria-pressed") == "true"
+    item = url.split("item=")[1].split("&")[0]
+    assert page2.inner_text("#item-detail h3") == f"Item {item}"
+    assert w2.requests == [w2.file_url]
+
+
+def test_word_and_json_diff(open_report: Any, case: Any) -> None:
+    changed = next(
+        i
+        for i, (b, c) in enumerate(zip(case.baseline.items, case.candidate.items, strict=True))
+        if b.output != c.output and c.outcome == "completed" and i != 11 and i != 7
+    )
+    page = open_report(_html(case)).open(f"#item={changed}")
+    assert page.locator("#item-detail del").count() > 0
+    assert page.locator("#item-detail ins").count() > 0
+    assert "Word diff" in page.inner_text("#item-detail")
+    page.evaluate("location.hash = '#item=11'")
+    expect(page.locator("#item-detail h3")).to_have_text("Item 11")
+    text = page.inner_text("#item-detail")
+    assert "JSON diff" in text
+    assert page.locator("#item-detail ins").all_inner_texts() == ["12"]
+    assert page.locator("#item-detail del").all_inner_texts() == ["10"]
+
+
+def test_keyboard(open_report: Any, case: Any) -> None:
+    page = open_report(_html(case)).open()
+    page.focus("tbody tr.row")
+    page.keyboard.press("ArrowDown")
+    focused = page.evaluate("document.activeElement.dataset.item")
+    page.keyboard.press("Enter")
+    assert page.inner_text("#item-detail h3") == f"Item {focused}"
+    page.keyboard.press("Escape")
+    assert page.locator("#item-detail").is_hidden()
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.classList.contains('search')")
+
+
+def test_hostile_text_never_executes(open_report: Any) -> None:
+    base, cand = synthetic_pair(
+        8,
+        scorers=("exact", XSS[:60]),
+        texts={"input": XSS, "baseline_output": XSS + " a", "candidate_output": XSS + " b", "reasoning": XSS},
+        regress_fraction=0.9,
+        failed_every=0,
+    )
+    cand.metadata["note"] = XSS
+    cmp = compare_results(base, cand, CompareOptions(seed=3))
+    ctx = build_report_context(cand, base, cmp)
+    w = open_report(render_report_html(ctx, cand, base, cmp))
+    page = w.open("#item=0&q=" + "script")
+    page.wait_for_selector("#item-detail:not([hidden])")
+    for i in range(3):
+        page.evaluate(f"location.hash = '#item={i}'")
+        page.wait_for_timeout(50)
+    page.click("details.item summary >> nth=1")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert w.dialogs == []
+    assert w.requests == [w.file_url]
+    assert page.locator("img").count() == 0
+    assert XSS[:30] in page.inner_text("#item-detail")
+
+
+def test_large_compressed_report_loads(open_report: Any) -> None:
+    base, cand = synthetic_pair(1500, output_chars=2000, seed=11)
+    cmp = compare_results(base, cand, CompareOptions(seed=1))
+    ctx = build_report_context(cand, base, cmp)
+    html = render_report_html(ctx, cand, base, cmp)
+    assert 'data-encoding="deflate-raw+base64"' in html
+    w = open_report(html)
+    page = w.open()
+    assert _visible_count(page) == 1500
+    page.fill("input.search", "q1499")
+    expect(page.locator(".status")).to_have_text(re.compile(r"^1 of"))
+    assert w.errors == [] and w.requests == [w.file_url]
+
+
+def test_phone_viewport_has_no_page_overflow(open_report: Any, case: Any) -> None:
+    page = open_report(_html(case), viewport={"width": 390, "height": 844}).open("#item=5")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1
+
+
+def test_comment_screenshot(browser: Any, tmp_path: Path) -> None:
+    c = make_case(40, failed_every=13, budget_every=17)
+    body = comment_markdown_to_html(render_comment(c.ctx))
+    page = browser.new_page(viewport={"width": 900, "height": 800}, device_scale_factor=1)
+    page.set_content(
+        "<!DOCTYPE html><meta charset=utf-8><style>"
+        "body{font:14px/1.5 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1f2328;margin:0;padding:16px 20px;"
+        "max-width:860px;border:1px solid #d1d9e0;border-radius:6px}"
+        "table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d1d9e0;padding:4px 10px}"
+        "th{background:#f6f8fa}code{background:#eff1f3;padding:1px 4px;border-radius:4px;font-size:12px}"
+        "pre{background:#f6f8fa;padding:8px;border-radius:6px;white-space:pre-wrap}h3{margin:4px 0}"
+        "sub{color:#59636e}a{color:#0969da}details{margin:4px 0}</style>" + body
+    )
+    out = REPO / "docs" / "comment.png" if os.environ.get("UPDATE_GOLDEN") else tmp_path / "comment.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out), full_page=True)
+    page.close()
+    assert out.stat().st_size > 10_000

@@ -1,0 +1,142 @@
+"""The single-file HTML report, checked without a browser: self-contained, CSP, escaping."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import zlib
+from html.parser import HTMLParser
+
+from report_cases import XSS, Case
+from report_synth import synthetic_pair
+
+from axl_action.report import build_explorer, build_report_context, render_report_html
+from axl_action.report.escape import json_for_script
+from axl_action.report.explorer import COMPRESS_ABOVE, FLAG_BUDGET, FLAG_CHANGED, FLAG_FAILED, FLAG_REGRESSED
+from axl_action.report.render import script_hash
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._in_script: dict[str, str | None] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in_script = dict(attrs)
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script is not None:
+            self.scripts.append((self._in_script, data))
+            self._in_script = None
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._in_script is not None:
+            self.scripts.append((self._in_script, ""))
+            self._in_script = None
+
+
+def _parse(html: str) -> _Collect:
+    p = _Collect()
+    p.feed(html)
+    return p
+
+
+def test_self_contained_and_csp(small_case: Case) -> None:
+    html = render_report_html(
+        small_case.ctx, small_case.candidate, small_case.baseline, small_case.comparison
+    )
+    doc = _parse(html)
+    for tag, attrs in doc.tags:
+        for name in ("src", "href", "action", "data", "poster"):
+            value = attrs.get(name)
+            if value is None:
+                continue
+            if tag == "a" and name == "href":
+                continue  # links the reader may click; never fetched by the page
+            assert value.startswith(("data:", "#")), (tag, name, value)
+        assert tag not in ("iframe", "object", "embed", "base", "form")
+    assert not re.search(r"url\(\s*['\"]?(?!#|data:)", html), "CSS must not load anything"
+    assert "@import" not in html
+    code = [body for attrs, body in doc.scripts if "type" not in attrs]
+    assert len(code) == 1
+    csp = next(
+        a["content"] for t, a in doc.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    )
+    assert csp is not None
+    assert f"script-src {script_hash(code[0])};" in csp
+    assert "default-src 'none'" in csp and "connect-src" not in csp
+    assert "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+
+
+def test_static_sections_without_js(small_case: Case) -> None:
+    html = render_report_html(
+        small_case.ctx, small_case.candidate, small_case.baseline, small_case.comparison
+    )
+    for anchor in ('id="verdict"', 'id="gates"', 'id="scores"', 'id="regressions"', "<svg"):
+        assert anchor in html
+    assert "Item error rate" in html and "refused" in html
+    assert html.count('<details class="item"') == min(20, small_case.ctx.regressed_items_total)
+
+
+def test_json_payload_cannot_break_out(xss_case: Case) -> None:
+    html = render_report_html(xss_case.ctx, xss_case.candidate, xss_case.baseline, xss_case.comparison)
+    doc = _parse(html)
+    data_scripts = [(a, body) for a, body in doc.scripts if a.get("type") == "application/json"]
+    assert len(data_scripts) == 2
+    for _, body in data_scripts:
+        assert "<" not in body and "\u2028" not in body
+        json.loads(body)
+    # Every payload string is still there once parsed, byte for byte.
+    details = json.loads(data_scripts[1][1])
+    assert json.loads(details[0]["in"])["question"] == XSS
+    assert details[0]["co"].startswith(XSS)
+    # Nothing from the payload became a tag or an attribute in the static HTML.
+    tag_names = {t for t, _ in doc.tags}
+    assert "img" not in tag_names and "svg" in tag_names
+    assert not any("onerror" in a or "onload" in a for _, a in doc.tags)
+    assert not any(str(v).startswith("javascript") for _, a in doc.tags for v in a.values())
+    assert sum(1 for t, a in doc.tags if t == "script" and "type" not in a) == 1
+
+
+def test_json_for_script_escapes() -> None:
+    text = json_for_script({"a": "</script><!--\u2028\u2029&>"})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"a": "</script><!--\u2028\u2029&>"}
+
+
+def test_explorer_rows_and_flags() -> None:
+    base, cand = synthetic_pair(60, failed_every=10, budget_every=25, seed=3)
+    payload = build_explorer(
+        cand, base, ["exact", "judge"], regressions=[(4, "judge"), (4, "exact"), (7, "exact")]
+    )
+    rows = json.loads(payload.rows_json)["rows"]
+    assert len(rows) == 60
+    assert rows[4][9] == [0, 1] and rows[4][4] & FLAG_REGRESSED
+    assert rows[9][4] & FLAG_FAILED and rows[24][4] & FLAG_BUDGET
+    changed = [r for r in rows if r[4] & FLAG_CHANGED]
+    assert changed and all(isinstance(r[1], str) and len(r[1]) <= 140 for r in rows)
+    assert payload.details_encoding == "json"
+
+
+def test_large_details_are_deflated_and_round_trip() -> None:
+    base, cand = synthetic_pair(400, output_chars=2000, seed=5)
+    payload = build_explorer(cand, base, ["exact", "judge", "tone", "length"])
+    assert payload.details_encoding == "deflate-raw+base64"
+    raw = zlib.decompress(base64.b64decode(payload.details_text), -15).decode("utf-8")
+    assert len(raw) > COMPRESS_ABOVE
+    details = json.loads(raw)
+    assert len(details) == 400
+    assert details[0]["co"] == cand.items[0].output
+
+
+def test_no_baseline_report(small_case: Case) -> None:
+    ctx = build_report_context(small_case.candidate)
+    html = render_report_html(ctx, small_case.candidate)
+    assert "no baseline yet" in html.lower()
+    rows = json.loads(_parse(html).scripts[0][1])
+    assert rows["hasBaseline"] is False
