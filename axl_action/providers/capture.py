@@ -194,7 +194,12 @@ class CaptureSink:
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record (secrets re-redacted, size-limited, keys in codec order)."""
         try:
-            safe = redact_value(dict(record))
+            # Re-applied here because records may reach the sink through wrappers (the
+            # runner's ref collector) that the gateway cannot see through.
+            safe = redact_value(dict(record), content=self.redact_content)
+            captured = safe.get("captured")
+            if self.redact_content and isinstance(captured, dict):
+                captured["redacted"] = True
             line = json.dumps(
                 _ordered(enforce_record_limit(safe, self.max_record_bytes)),
                 ensure_ascii=False,

@@ -178,8 +178,8 @@ def _capture(
     sink = scope.capture if scope is not None else None
     if sink is None:
         return
-    redact_content = bool(getattr(sink, "redact_content", False) or getattr(runtime, "redact_content", False))
-    limit = getattr(sink, "max_record_bytes", None)
+    redact_content = bool(_sink_setting(sink, "redact_content") or getattr(runtime, "redact_content", False))
+    limit = _sink_setting(sink, "max_record_bytes")
     record = build_record(
         provider=provider,
         model=model,
@@ -189,6 +189,14 @@ def _capture(
         **({"max_record_bytes": limit} if isinstance(limit, int) else {}),
     )
     op.capture(record)
+
+
+def _sink_setting(sink: Any, name: str) -> Any:
+    """A setting of the capture sink, looking through one wrapper (``.sink``) if needed."""
+    value = getattr(sink, name, None)
+    if value is None:
+        value = getattr(getattr(sink, "sink", None), name, None)
+    return value
 
 
 class MeasuredProvider:

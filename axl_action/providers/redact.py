@@ -44,6 +44,8 @@ _CONTENT_KEYS = frozenset(
 )
 """JSON keys whose string values are prompt/completion text in the three wire formats."""
 
+_PLACEHOLDER = re.compile(r"\[REDACTED(?::\d+ chars)?\]")
+
 _known_secrets: set[str] = set()
 _known_lock = threading.Lock()
 
@@ -95,7 +97,9 @@ def redact_value(value: Any, *, content: bool = False, extra: Iterable[str] = ()
 def _walk(value: Any, content: bool, extra: tuple[str, ...], *, parent_is_content: bool) -> Any:
     if isinstance(value, str):
         if content and parent_is_content:
-            return f"[REDACTED:{len(value)} chars]"
+            # Idempotent, so a record redacted by the gateway and again by the sink keeps the
+            # original length.
+            return value if _PLACEHOLDER.fullmatch(value) else f"[REDACTED:{len(value)} chars]"
         return redact_secrets(value, extra)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}

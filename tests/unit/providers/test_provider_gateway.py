@@ -209,3 +209,26 @@ def test_judge_facade_is_measured() -> None:
     assert model == "judge-1"
     result = track(lambda: facade.chat([{"role": "user", "content": "x"}], model=model), purpose="judging")
     assert result.accounting["breakdown"]["judging"] == 0.5
+
+
+class _Wrapper:
+    """Like the runner's ref collector: forwards to an inner sink."""
+
+    def __init__(self, sink: CaptureSink) -> None:
+        self.sink = sink
+
+    def write(self, record: Any) -> None:
+        self.sink.write(record)
+
+
+def test_content_redaction_is_seen_through_a_sink_wrapper(tmp_path: Path) -> None:
+    rt = Runtime(
+        providers={"scripted": ScriptedProvider(_response(TokenUsage(1, 1), cost=0.0, exchange=_exchange()))}
+    )
+    sink = CaptureSink(tmp_path / "w.requests.jsonl", redact_content=True)
+    track(lambda: rt.chat("scripted:m", "hi"), capture=_Wrapper(sink))
+    sink.close()
+    record = json.loads((tmp_path / "w.requests.jsonl").read_text())
+    assert record["captured"]["redacted"] is True
+    assert record["response"]["body"]["choices"][0]["message"]["content"] == "[REDACTED:10 chars]"
+    assert SECRET not in json.dumps(record)
