@@ -46,6 +46,7 @@ class Progress:
         self.total = 0
         self._lock = threading.Lock()
         self._finished = False
+        self._last_line = ""
 
     def line(self) -> str:
         """``label: 40/100 done · 2 failed · 0:12 elapsed · ETA 0:18``."""
@@ -75,7 +76,8 @@ class Progress:
                     self.stream.flush()
                 elif now - self.last_print >= self.interval:
                     self.last_print = now
-                    self.stream.write(self.line() + "\n")
+                    self._last_line = self.line()
+                    self.stream.write(self._last_line + "\n")
                     self.stream.flush()
             elif event.get("type") == "run_done":
                 self.total = int(event.get("totalItems", self.total))
@@ -88,6 +90,6 @@ class Progress:
         self._finished = True
         if self.tty:
             self.stream.write("\r\x1b[K" + self.line() + "\n")
-        else:
+        elif self.line() != self._last_line:  # the throttled line may already say it all
             self.stream.write(self.line() + "\n")
         self.stream.flush()
