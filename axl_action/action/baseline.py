@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from axl_action.errors import AxlError
-from axl_action.github.artifacts import BaselineChoice, download_artifact, find_baseline, merge_base
+from axl_action.github.artifacts import BaselineChoice, FetchedBaseline, fetch_baseline, merge_base
 from axl_action.github.client import GitHubClient
 from axl_action.github.errors import ArtifactError, ArtifactExpiredError, GitHubPermissionError
-from axl_action.github.safezip import extract_zip
 from axl_action.schema import ResultFile, parse_result_text
 
 RESULTS_NAME = "results.json"
@@ -73,30 +72,35 @@ def locate_baseline(
             raise
         except AxlError as err:
             warnings.append(f"could not compute the PR's merge base ({err}); using the newest baseline")
-    found = find_baseline(
-        client,
-        repo,
-        artifact_name=artifact_name,
-        branch=branch,
-        merge_base_sha=merge_base_sha,
-        base_sha=pull.base_sha if pull else None,
-        now=now,
-    )
-    if not isinstance(found, BaselineChoice):
-        return BaselineLookup(reason=found.reason, warnings=warnings)
+    del now  # the age is measured by the github layer's clock
     try:
-        data = download_artifact(client, repo, found.artifact_id, expected_digest=found.digest)
-        files = extract_zip(data, source=f"artifact {found.artifact_name!r} ({found.artifact_id})")
-        results = _read_results(files, found)
-    except ArtifactExpiredError as err:
-        return BaselineLookup(
-            reason=f"the chosen baseline expired before it could be downloaded: {err}",
-            choice=found,
-            problem=str(err),
-            warnings=warnings,
+        fetched = fetch_baseline(
+            client,
+            repo,
+            artifact_name=artifact_name,
+            branch=branch,
+            merge_base_sha=merge_base_sha,
+            base_sha=pull.base_sha if pull else None,
         )
     except GitHubPermissionError:
         raise
+    except ArtifactExpiredError as err:
+        return BaselineLookup(
+            reason=f"every baseline chosen expired before it could be downloaded: {err}",
+            problem=str(err),
+            warnings=warnings,
+        )
+    except AxlError as err:
+        return BaselineLookup(
+            reason=f"the baseline artifact {artifact_name!r} was rejected: {err}",
+            problem=str(err),
+            warnings=warnings,
+        )
+    if not isinstance(fetched, FetchedBaseline):
+        return BaselineLookup(reason=fetched.reason, warnings=warnings)
+    found = fetched.choice
+    try:
+        results = _read_results(fetched.files, found)
     except AxlError as err:
         return BaselineLookup(
             reason=f"the baseline artifact {found.artifact_name!r} from run {found.run_id} was rejected: {err}",
