@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
-from axl_action.providers.types import CallTiming, ChatRequest, ChatResponse, TokenUsage
+from axl_action.providers.types import CallTiming, ChatRequest, ChatResponse, TokenUsage, WireExchange
 
 Reply = str | Callable[[ChatRequest], str]
 
@@ -66,16 +66,42 @@ class MockProvider:
         if self._latency:
             time.sleep(self._latency)
         wire_ms = (time.perf_counter() - started) * 1000.0
+        usage = estimate_usage(request, text) if self._usage == "auto" else self._usage
         return ChatResponse(
             text=text,
-            usage=estimate_usage(request, text) if self._usage == "auto" else self._usage,
+            usage=usage,
             provider_cost=self._cost,
             request_id=None,
             model=request.model,
             finish_reason="stop",
             timing=CallTiming(attempts=1, ttfb_ms=wire_ms, wire_ms=wire_ms),
             cost_provenance="adapter_reported",
+            exchange=_exchange(request, text, usage),
         )
+
+
+def _exchange(request: ChatRequest, text: str, usage: TokenUsage | None) -> WireExchange:
+    """A synthetic exchange so request capture shows what the mock was asked and answered."""
+    body: dict[str, object] = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+    }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.response_format is not None:
+        body["response_format"] = dict(request.response_format)
+    reply: dict[str, object] = {"content": text, "finish_reason": "stop"}
+    if usage is not None:
+        reply["usage"] = usage.to_wire()
+    return WireExchange(
+        method="CALL",
+        url=f"mock:{request.model}",
+        request_headers={},
+        request_body=body,
+        status=200,
+        response_body=reply,
+        attempts=1,
+    )
 
 
 def default_reply(request: ChatRequest) -> str:
