@@ -9,14 +9,22 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fakes.github_contract import validate_exchanges
 from tests.fakes.github_server import FakeGitHub
 
 
 @pytest.fixture
 def fake_github() -> Iterator[FakeGitHub]:
-    """A started fake GitHub (API, blob host, results service), stopped after the test."""
+    """A started fake GitHub (API, blob host, results service), stopped after the test.
+
+    On teardown every REST exchange of the test (what the client sent and what the fake
+    answered) is validated against GitHub's OpenAPI description, so a test passing against
+    a fake that drifted from GitHub, or a client sending an invalid request, fails loudly.
+    """
     with FakeGitHub() as gh:
         yield gh
+        exchanges = list(gh.exchanges)
+    validate_exchanges(exchanges)
 
 
 class SleepRecorder:
