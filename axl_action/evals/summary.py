@@ -41,7 +41,15 @@ def scorer_sample(items: Sequence[Mapping[str, Any]], name: str) -> tuple[list[f
         value = (item.get("scores") or {}).get(name)
         if value is not None:
             scores.append(value)
-        outcome = ((item.get("scoreDetails") or {}).get(name) or {}).get("outcome")
+        detail = (item.get("scoreDetails") or {}).get(name) or {}
+        outcome = detail.get("outcome")
+        if outcome is None:  # pre-0.24 artifact: score, then skipped, then duration
+            if value is not None:
+                outcome = "scored"
+            elif detail.get("skipped") is True:
+                outcome = "skipped"
+            elif detail.get("duration") is not None:
+                outcome = "failed"
         if outcome == "scored":
             scored += 1
         elif outcome == "failed":

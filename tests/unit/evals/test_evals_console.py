@@ -279,3 +279,16 @@ def test_aggregate_runs_and_table() -> None:
     assert "timing" not in aggregate_runs([run_result(0.8, 1000), run_result(0.8, None)])
     with pytest.raises(ValueError, match="Cannot aggregate zero runs"):
         aggregate_runs([])
+
+
+def test_legacy_file_counts_come_from_the_duration_heuristic() -> None:
+    import json
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "axl-eval-0.16.1" / "math20-baseline.json"
+    data = json.loads(fixture.read_text())
+    legacy = data if isinstance(data, dict) else data[0]
+    lines = console.format_table(legacy).split("\n")
+    bounded = next(line for line in lines if line.startswith("  bounded"))
+    assert bounded.endswith("(15/19 scored, 4 failed)")
+    assert any("Cost: $0.04 (unverified)" in line for line in lines)
