@@ -359,3 +359,42 @@ def test_bad_input_fails_before_running_anything(h: Harness) -> None:
     assert "::error title=Invalid input max-item-error-rate::" in result.stdout
     assert "Run the evals" not in result.stdout
     assert h.gh.requests_to("api") == []
+
+
+def test_sharded_suite_legs_then_merge_job_stores_one_baseline(h: Harness) -> None:
+    legs = []
+    for index in (1, 2):
+        run, payload, env = h.push(h.main[-1])
+        result = h.run("push", run, payload, env, inputs={"shard": f"{index}/2"}, variant="baseline")
+        assert result.code == 0, result.log
+        assert result.outputs["mode"] == "shard"
+        [artifact] = h.artifacts(f"axl-eval-shard-default-{index}-of-2", run)
+        legs.append(artifact)
+    assert not h.artifacts("axl-eval-baseline"), "legs store slices, never the baseline"
+
+    # What actions/download-artifact (pattern + merge-multiple) leaves in the merge job's workspace.
+    shards = h.workspace / "shards"
+    shards.mkdir()
+    for artifact in legs:
+        for name, data in _unzip(artifact.data).items():
+            (shards / name).write_bytes(data)
+    run, payload, env = h.push(h.main[-1])
+    merged = h.run("push", run, payload, env, inputs={"evals": "", "results": "shards/*.json"})
+    assert merged.code == 0, merged.log
+    [baseline] = h.artifacts("axl-eval-baseline", run)
+    assert len(json.loads(_unzip(baseline.data)["results.json"])["items"]) == 30
+
+
+def test_command_input_runs_any_command_that_writes_results(h: Harness) -> None:
+    run, payload, env, _ = h.pull_request(11)
+    command = (
+        f'"{sys.executable}" -m axl_action.cli.main examples/quickstart --output "$AXL_EVAL_OUTPUT" --quiet'
+    )
+    result = h.run("pull_request", run, payload, env, inputs={"evals": "", "command": command})
+    assert result.code == 0, result.log
+    assert json.loads(Path(result.outputs["results-path"]).read_text())["dataset"]
+
+    broken = h.run("pull_request", run, payload, env, inputs={"evals": "", "command": "echo no results here"})
+    assert broken.code == 1
+    assert broken.outputs["verdict"] == "error"
+    assert "without writing a results file" in broken.summary

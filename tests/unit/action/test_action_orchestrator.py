@@ -270,3 +270,12 @@ def test_stored_comments_are_checked_before_posting(
     assert (ok.pr_number, ok.head_sha, ok.body) == (3, HEAD, "## ok\nall good")
     with pytest.raises(ArtifactError, match=r"holds no comment\.md"):
         parse_stored_comment({"comment.json": b"{}"}, suite="default", repository="o/r")
+
+
+def test_shard_leg_defers_gates_but_fails_when_its_slice_cannot_be_uploaded(tmp_path: Path) -> None:
+    settings = read_settings({"INPUT_EVALS": "e/", "INPUT_SHARD": "1/2"})
+    outcome, cmds = _run(tmp_path, settings, _ctx(), _evals_from(BAD, code=1), uploader=FakeUploader())
+    assert outcome.exit_code == 0
+    assert cmds.of("notice")[0][0] == "Shard gates deferred to the merge job"
+    outcome, _ = _run(tmp_path, settings, _ctx(), _evals_from(BAD), uploader=None)
+    assert outcome.exit_code == 1 and outcome.problems[0].startswith("shard artifact")
