@@ -266,3 +266,30 @@ def test_sigterm_writes_a_valid_partial_file(tmp_path: Path) -> None:
     assert all(i["error"] == "Cancelled" for i in data["items"] if i["outcome"] == "cancelled")
     assert load_result_file(out).results[0].summary.count == 60
     assert not list(tmp_path.glob(".partial.json.*"))  # no temp file left behind
+
+
+def test_second_signal_exits_at_once_and_leaves_the_old_file_intact(tmp_path: Path) -> None:
+    path = tmp_path / "slow_eval.py"
+    path.write_text(SLOW_EVAL.replace("time.sleep(0.2)", "time.sleep(5)"))
+    out = tmp_path / "partial.json"
+    out.write_text('{"previous": true}')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "axl_action.cli.main", str(path), "--output", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the eval never started"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 4  # did not wait for the 5 s items
+    assert proc.returncode == 130, stderr
+    assert "forcing exit" in stderr
+    assert json.loads(out.read_text()) == {"previous": True}

@@ -285,3 +285,26 @@ def test_awaitable_results_are_driven_to_completion() -> None:
     result = track(body)
     assert result.value == 7
     assert result.accounting["knownCost"] == 0.5
+
+
+def test_declared_external_operations() -> None:
+    from axl_action.runtime.runtime import Runtime
+
+    runtime = Runtime()
+
+    def body() -> None:
+        with runtime.declared() as op:
+            op.settle(0.2, None, "caller_reported")
+        with runtime.declared():
+            pass  # never reported a cost
+        try:
+            with runtime.declared("tool"):
+                raise RuntimeError("tool crashed")
+        except RuntimeError:
+            pass
+        runtime.operation("external").settle(0.1, None, "caller_reported")
+
+    record = track(body).accounting
+    assert record["breakdown"]["external"] == 0.30000000000000004
+    assert record["reasons"] == {"external_unreported": 1, "usage_missing": 1}
+    assert record["operations"]["byKind"] == {"external": 3, "tool": 1}
