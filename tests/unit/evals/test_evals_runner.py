@@ -334,3 +334,17 @@ def test_describe_item_failure_edges() -> None:
     cyclic = ValueError("a")
     cyclic.__cause__ = cyclic
     assert describe_item_failure(cyclic) == {"name": "ValueError"}
+
+
+def test_async_workflows_are_measured() -> None:
+    import asyncio
+
+    async def workflow(inp: dict[str, Any], rt: Any) -> dict[str, Any]:
+        await asyncio.sleep(0.001)
+        call(0.002)
+        return {"output": inp["n"] * 2}
+
+    result = run(workflow, n=6, concurrency=3)
+    assert [i["outcome"] for i in result["items"]] == ["completed"] * 6
+    assert result["totalCost"] == pytest.approx(0.012)
+    assert result["summary"]["scorers"]["exact"]["mean"] == 1
