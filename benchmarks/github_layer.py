@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from axl_action.github.artifact_upload import ArtifactUploader  # noqa: E402
-from axl_action.github.artifacts import download_artifact  # noqa: E402
-from axl_action.github.client import GitHubClient  # noqa: E402
-from axl_action.github.comments import compose_comment_body, upsert_sticky_comment  # noqa: E402
-from axl_action.github.safezip import ZipLimits, extract_zip  # noqa: E402
-from tests.fakes.github_server import FakeGitHub  # noqa: E402
+from axl_action.github.artifact_upload import ArtifactUploader
+from axl_action.github.artifacts import download_artifact
+from axl_action.github.client import GitHubClient
+from axl_action.github.comments import compose_comment_body, upsert_sticky_comment
+from axl_action.github.safezip import ZipLimits, extract_zip
+from tests.fakes.github_server import FakeGitHub
 
 
 def _results_json(mib: int) -> bytes:
