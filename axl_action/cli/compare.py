@@ -204,10 +204,11 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         scorer_subset_sides,
         scorer_subset_warning,
     )
-    from axl_action.schema import dumps_js, load_result_file
+    from axl_action.compare.lean import load_for_compare
+    from axl_action.schema import dumps_js
 
-    baseline = load_result_file(args.baseline).results
-    candidate = load_result_file(args.candidate).results
+    baseline = load_for_compare(args.baseline).results
+    candidate = load_for_compare(args.candidate).results
 
     subset = scorer_subset_sides(baseline[0], candidate[0])
     for side, ran in subset:

@@ -161,7 +161,9 @@ def _item_changes(
             better = use & ~worse & (delta > t)
         for j in np.flatnonzero(worse | better):
             bi, ci = int(b_idx[j]), int(c_idx[j])
-            change = ItemChange(
+            # model_construct: values are already typed; validating tens of thousands of
+            # changes would dominate the run time of a large comparison.
+            change = ItemChange.model_construct(
                 item_index=bi,
                 input=b_ref.items[bi].input,
                 scorer=name,

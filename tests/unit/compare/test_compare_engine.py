@@ -331,3 +331,54 @@ def test_wire_keys_follow_the_reference_order() -> None:
         "significant",
     ]
     assert list(wire["baseline"]) == ["id", "metadata", "runCount", "runsAvailable"]
+
+
+# ---------------------------------------------------------------- lean loading
+
+
+@pytest.mark.parametrize(
+    ("base", "cand"),
+    [
+        ("math20-baseline.json", "math20-candidate.json"),
+        ("math20-baseline-runs3.json", "math20-candidate.json"),
+        ("tiny3-baseline.json", "tiny3-candidate.json"),
+        ("math20-budget.json", "math20-baseline.json"),
+        ("math20-baseline-rescored-same.json", "math20-baseline.json"),
+    ],
+)
+def test_lean_loading_gives_the_same_comparison_and_gates(base: str, cand: str) -> None:
+    from conftest import LEGACY
+
+    from axl_action.compare.gates import GateOptions, evaluate_gates
+    from axl_action.compare.lean import load_for_compare
+    from axl_action.schema import load_result_file
+
+    full_b, full_c = load_result_file(LEGACY / base).results, load_result_file(LEGACY / cand).results
+    lean_b, lean_c = load_for_compare(LEGACY / base).results, load_for_compare(LEGACY / cand).results
+    full = compare_results(full_b, full_c, seeded())
+    lean = compare_results(lean_b, lean_c, seeded())
+    assert lean.to_wire() == full.to_wire()
+    opts = GateOptions(max_scorer_error_rate=0.3)
+    assert (
+        evaluate_gates(lean, lean_b, lean_c, opts).to_wire()
+        == evaluate_gates(full, full_b, full_c, opts).to_wire()
+    )
+
+
+def test_lean_loading_rejects_bad_items(tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    from axl_action.compare.lean import load_for_compare
+    from axl_action.errors import ResultFileError
+
+    run = make_run([{"a": 1}])
+    data = run.to_wire()
+    data["items"][0]["scores"]["a"] = "high"
+    path = Path(str(tmp_path)) / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultFileError, match=r"items\[0\]\.scores\.a is not a number"):
+        load_for_compare(path)
+    path.write_text(json.dumps([data, 3]))
+    with pytest.raises(ResultFileError):
+        load_for_compare(path)
