@@ -46,6 +46,7 @@ from axl_action.github.artifacts import (
     fetch_baseline,
     find_baseline,
     list_artifacts,
+    list_run_artifacts,
     list_workflow_runs,
     merge_base,
 )
@@ -70,7 +71,13 @@ from axl_action.github.errors import (
     GitHubPermissionError,
     GitHubRateLimitError,
 )
-from axl_action.github.event import GitHubContext, PullRequestContext, WorkflowRunTrigger, load_context
+from axl_action.github.event import (
+    GitHubContext,
+    MergeGroupContext,
+    PullRequestContext,
+    WorkflowRunTrigger,
+    load_context,
+)
 from axl_action.github.safezip import ZipLimits, extract_zip
 from axl_action.github.workflow_commands import SummaryTooLargeError, WorkflowCommands
 
@@ -91,6 +98,7 @@ __all__ = [
     "GitHubError",
     "GitHubPermissionError",
     "GitHubRateLimitError",
+    "MergeGroupContext",
     "NoBaseline",
     "PullRequestContext",
     "SkippedCandidate",
@@ -111,6 +119,7 @@ __all__ = [
     "find_baseline",
     "find_sticky_comment",
     "list_artifacts",
+    "list_run_artifacts",
     "list_workflow_runs",
     "load_context",
     "merge_base",

@@ -225,6 +225,22 @@ def list_artifacts(
     return sorted(arts, key=_newest_key, reverse=True)
 
 
+def list_run_artifacts(
+    client: GitHubClient, repo: str, run_id: int, *, name: str | None = None, max_items: int = 1000
+) -> list[ArtifactInfo]:
+    """Artifacts of one workflow run (optionally only ``name``), all pages, newest first."""
+    params: dict[str, str | int] = {"name": name} if name else {}
+    items = client.paginate(
+        f"{repo_path(repo)}/actions/runs/{int(run_id)}/artifacts",
+        params,
+        items_key="artifacts",
+        max_items=max_items,
+        permission_hint=ACTIONS_READ_HINT,
+    )
+    arts = [ArtifactInfo.from_api(a) for a in items if name is None or a.get("name") == name]
+    return sorted(arts, key=_newest_key, reverse=True)
+
+
 def list_workflow_runs(
     client: GitHubClient,
     repo: str,

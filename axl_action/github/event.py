@@ -71,6 +71,26 @@ class WorkflowRunTrigger(BaseModel):
     """Workflow file of the triggering run."""
 
 
+class MergeGroupContext(BaseModel):
+    """The merge-queue group a ``merge_group`` run tests (no PR number: gate only)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    head_sha: str
+    """The group's merge commit (what was evaluated)."""
+    head_ref: str
+    """Full ref of the group, e.g. ``refs/heads/gh-readonly-queue/main/pr-7-...``."""
+    base_sha: str
+    """The commit the group is built on: the natural baseline commit."""
+    base_ref: str
+    """Full ref of the target branch, e.g. ``refs/heads/main`` (not a bare name)."""
+
+    @property
+    def base_branch(self) -> str:
+        """``base_ref`` without ``refs/heads/``."""
+        return self.base_ref.removeprefix("refs/heads/")
+
+
 class GitHubContext(BaseModel):
     """Everything the orchestrator needs to know about the run."""
 
@@ -112,6 +132,8 @@ class GitHubContext(BaseModel):
     """Set for ``pull_request`` and ``pull_request_target``."""
     workflow_run: WorkflowRunTrigger | None = None
     """Set for ``workflow_run``."""
+    merge_group: MergeGroupContext | None = None
+    """Set for ``merge_group``."""
 
     @property
     def workflow_file(self) -> str | None:
@@ -132,6 +154,8 @@ class GitHubContext(BaseModel):
             return self.pull_request.head_sha
         if self.workflow_run is not None:
             return self.workflow_run.head_sha
+        if self.merge_group is not None:
+            return self.merge_group.head_sha
         return self.sha
 
     @property
@@ -180,11 +204,14 @@ def load_context(environ: Mapping[str, str]) -> GitHubContext:
 
     pull_request = None
     workflow_run = None
+    merge_group = None
     where = environ.get("GITHUB_EVENT_PATH", "")
     if event_name in PULL_REQUEST_EVENTS:
         pull_request = _pull_request(payload, where, repo_id, repository)
     elif event_name == "workflow_run":
         workflow_run = _workflow_run(payload, where, repo_id, repository)
+    elif event_name == "merge_group":
+        merge_group = _merge_group(payload, where)
 
     return GitHubContext(
         event_name=event_name,
@@ -205,6 +232,7 @@ def load_context(environ: Mapping[str, str]) -> GitHubContext:
         actor=environ.get("GITHUB_ACTOR") or None,
         pull_request=pull_request,
         workflow_run=workflow_run,
+        merge_group=merge_group,
     )
 
 
@@ -218,7 +246,7 @@ def _int_env(environ: Mapping[str, str], name: str, *, default: int | None = Non
 
 
 def _load_payload(path: str | None, event_name: str) -> dict[str, Any]:
-    needs_payload = event_name in PULL_REQUEST_EVENTS or event_name == "workflow_run"
+    needs_payload = event_name in PULL_REQUEST_EVENTS or event_name in ("workflow_run", "merge_group")
     if not path:
         if needs_payload:
             raise InputFileError(
@@ -327,4 +355,19 @@ def _workflow_run(
         is_fork=(head_repo.get("id") is not None and repo_id is not None and head_repo.get("id") != repo_id)
         or (head_name is not None and head_name != repository),
         workflow_path=run.get("path") if isinstance(run.get("path"), str) else None,
+    )
+
+
+def _merge_group(payload: dict[str, Any], where: str) -> MergeGroupContext:
+    group = payload.get("merge_group")
+    if not isinstance(group, dict):
+        raise InputFileError(
+            f"Event file {where} has no merge_group object",
+            hint="is GITHUB_EVENT_NAME consistent with the payload in GITHUB_EVENT_PATH?",
+        )
+    return MergeGroupContext(
+        head_sha=_require(group, "head_sha", str, where, "merge_group.head_sha"),
+        head_ref=_require(group, "head_ref", str, where, "merge_group.head_ref"),
+        base_sha=_require(group, "base_sha", str, where, "merge_group.base_sha"),
+        base_ref=_require(group, "base_ref", str, where, "merge_group.base_ref"),
     )

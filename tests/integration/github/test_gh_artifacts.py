@@ -16,6 +16,7 @@ from axl_action.github.artifacts import (
     fetch_baseline,
     find_baseline,
     list_artifacts,
+    list_run_artifacts,
     merge_base,
 )
 from axl_action.github.client import GitHubClient
@@ -215,3 +216,15 @@ def test_fetch_without_any_baseline(fake_github: FakeGitHub) -> None:
     fake_github.add_repo()
     client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=lambda s: None)
     assert isinstance(fetch_baseline(client, "octo/evals", artifact_name=NAME, branch="main"), NoBaseline)
+
+
+def test_list_run_artifacts(world: World) -> None:
+    run = world.arts[2].run
+    assert run is not None
+    world.gh.add_artifact(run, "axl-eval-comment", {"comment.md": b"x"})
+    arts = list_run_artifacts(world.client, "octo/evals", run.id, name="axl-eval-comment")
+    assert [a.name for a in arts] == ["axl-eval-comment"]
+    assert {a.name for a in list_run_artifacts(world.client, "octo/evals", run.id)} == {
+        NAME,
+        "axl-eval-comment",
+    }

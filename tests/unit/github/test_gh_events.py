@@ -155,3 +155,24 @@ def test_malformed_event_files(tmp_path: Path) -> None:
 def test_bad_run_id() -> None:
     with pytest.raises(UsageError, match="GITHUB_RUN_ID"):
         load_context(_env("push-main.json", "push", GITHUB_RUN_ID="abc"))
+
+
+def test_merge_group(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    group = {
+        "head_sha": "1" * 40,
+        "head_ref": "refs/heads/gh-readonly-queue/main/pr-7-" + "2" * 40,
+        "base_sha": "2" * 40,
+        "base_ref": "refs/heads/main",
+    }
+    event.write_text(json.dumps({"action": "checks_requested", "merge_group": group}), encoding="utf-8")
+    ctx = load_context(_env(None, "merge_group", GITHUB_EVENT_PATH=str(event)))
+    assert ctx.merge_group is not None and ctx.pull_request is None
+    assert (ctx.head_sha, ctx.merge_group.base_sha, ctx.merge_group.base_branch) == (
+        "1" * 40,
+        "2" * 40,
+        "main",
+    )
+    event.write_text(json.dumps({"merge_group": {"head_sha": "1" * 40}}), encoding="utf-8")
+    with pytest.raises(InputFileError, match=r"merge_group\.head_ref"):
+        load_context(_env(None, "merge_group", GITHUB_EVENT_PATH=str(event)))
