@@ -372,10 +372,17 @@ def _describe(err: Exception) -> str:
 
 
 def _write(output: Path, results: list[dict[str, Any]], quiet: bool) -> None:
+    from axl_action.errors import InputFileError
     from axl_action.schema import EvalResult, write_result_file
 
     models = [EvalResult.model_validate(r) for r in results]
-    write_result_file(output, models[0] if len(models) == 1 else models)
+    try:
+        write_result_file(output, models[0] if len(models) == 1 else models)
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot write the results to {output}: {exc.strerror or exc}",
+            hint="check that the directory is writable, or pass another --output",
+        ) from None
     print(f"Results saved to {output}")
     _join_sidecar(output, results)
 

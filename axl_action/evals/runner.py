@@ -25,6 +25,7 @@ from axl_action.errors import AxlError, ItemErrorRateError
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
 from axl_action.evals.failure import describe_item_failure
+from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.log import warn
 from axl_action.evals.pool import run_pool
 from axl_action.evals.scorer import Scorer
@@ -218,7 +219,7 @@ def execute_eval(
         }
 
     scorer_types = {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers}
-    metadata: dict[str, Any] = dict(definition.metadata)
+    metadata: dict[str, Any] = json_safe(dict(definition.metadata))
     metadata["scorerTypes"] = scorer_types
     metadata.update(build_metadata_rollups(items, definition.workflow))
     dropped = definition.dataset.dropped_annotation_keys
@@ -316,9 +317,9 @@ def _pricing_version(runtime: Any) -> str | None:
 
 
 def _stub(raw: Mapping[str, Any], outcome: str, error: str) -> dict[str, Any]:
-    item: dict[str, Any] = {"input": raw["input"]}
+    item: dict[str, Any] = {"input": json_safe(raw["input"])}
     if "annotations" in raw:
-        item["annotations"] = raw["annotations"]
+        item["annotations"] = json_safe(raw["annotations"])
     item.update(
         {
             "output": None,
@@ -352,9 +353,9 @@ def _process_item(
 
     input_ = raw["input"]
     annotations = raw.get("annotations")
-    item: dict[str, Any] = {"input": input_}
+    item: dict[str, Any] = {"input": json_safe(input_)}
     if "annotations" in raw:
-        item["annotations"] = annotations
+        item["annotations"] = json_safe(annotations)
     item["output"] = None
     item["scores"] = {}
     start = time.perf_counter()
@@ -398,7 +399,7 @@ def _process_item(
         if "output" not in value:
             raise TypeError('execute_workflow returned a mapping without an "output" key')
         output = value["output"]
-        item["output"] = output
+        item["output"] = json_safe(output)
         item["outcome"] = "completed"
         report = _caller_report(value, state)
         if report:
@@ -406,7 +407,7 @@ def _process_item(
         safe = _safe_metadata(value)
         measured = generation.metadata
         if measured is not None or safe:
-            item["metadata"] = {**(measured or {}), **safe}
+            item["metadata"] = {**(measured or {}), **json_safe(safe)}
         note_closure(admission, "case")
         score_item(item, output, input_, annotations, scorers, env)
 
@@ -479,7 +480,7 @@ def _caller_report(value: Mapping[str, Any], state: _RunState) -> dict[str, Any]
     if "metadata" in value and type(metadata) is dict:
         reserved = {k: v for k, v in metadata.items() if k in RESERVED_METADATA_KEYS}
         if reserved:
-            report["metadata"] = reserved
+            report["metadata"] = json_safe(reserved)
             with state.lock:
                 state.caller_metadata_items += 1
     elif "metadata" in value:

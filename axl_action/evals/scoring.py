@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.pool import run_pool
 from axl_action.evals.scorer import Scorer, ScorerContext
 from axl_action.runtime.admission import AdmissionController, ClosedBy
@@ -202,7 +203,7 @@ def _classify(
         caller_cost = getattr(value, "cost", None)
     detail: dict[str, Any] = {"score": None}
     if metadata:
-        detail["metadata"] = metadata
+        detail["metadata"] = json_safe(metadata)
     detail["duration"] = duration
     valid = (
         isinstance(raw_score, int | float)

@@ -1,0 +1,60 @@
+"""Turn whatever a workflow or scorer returned into plain JSON data before it is stored.
+
+Result files are JSON, so an output that is a ``date``, a ``set``, a pydantic model or a
+dataclass must not crash the write at the very end of a long run. Conversions: pydantic
+models and dataclasses -> their fields; dates -> ISO text; sets -> sorted lists; tuples ->
+lists; non-string dict keys -> text; NaN and infinities -> ``null`` (what JSON.stringify
+writes); bytes -> UTF-8 text (replacement characters for invalid bytes); anything else ->
+``str(value)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import math
+from collections.abc import Mapping
+from typing import Any
+
+_SCALARS = (str, int, bool, type(None))
+_MAX_DEPTH = 200
+
+
+def json_safe(value: Any, _depth: int = 0) -> Any:
+    """A JSON-compatible copy of ``value`` (the value itself when it already is one)."""
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if _depth > _MAX_DEPTH:
+        return "[too deeply nested]"
+    depth = _depth + 1
+    if isinstance(value, Mapping):
+        return {(k if isinstance(k, str) else str(k)): json_safe(v, depth) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v, depth) for v in value]
+    if isinstance(value, set | frozenset):
+        items = [json_safe(v, depth) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return sorted(items, key=repr)
+    if isinstance(value, enum.Enum):
+        return json_safe(value.value, depth)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return json_safe(float(value), depth)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return json_safe(dump(mode="json"), depth)
+        except Exception:
+            return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value), depth)
+    return str(value)
