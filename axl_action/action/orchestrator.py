@@ -444,7 +444,7 @@ class _Flow:
                 f"the PR comment was refused ({err}) and no artifact service is available"
             )
         self.uploader.upload(name, files, overwrite=True)
-        self.comment_note = f"The comment was stored as artifact `{name}` for the workflow_run relay."
+        self.comment_note = f"The comment was stored as artifact {name} for the workflow_run relay."
         self.cmd.warning(
             f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The comment was "
             f"stored as artifact {name!r}; a workflow_run workflow with `mode: comment` posts it "
@@ -455,8 +455,15 @@ class _Flow:
     def _publish_summary(
         self, report_ctx: ReportContext, lookup: BaselineLookup | None, evalrun: EvalRun
     ) -> None:
-        del lookup, evalrun
-        self.cmd.append_summary(render_summary(report_ctx))
+        del lookup
+        notes = [f"axl-eval-action ran in {self.mode} mode."]
+        if self.comment_note:
+            notes.append(self.comment_note)
+        if evalrun.exit_code != 0:
+            notes.append(f"The eval run exited {evalrun.exit_code}; see the log.")
+        footer = "\n> " + md_text(" ".join(notes)) + "\n"
+        # render_summary stays under 1,000,000 bytes, so the footer always fits GitHub's 1 MiB.
+        self.cmd.append_summary(render_summary(report_ctx) + footer)
 
     def _annotate(self, report_ctx: ReportContext, evalrun: EvalRun) -> None:
         for gate in report_ctx.gates:
