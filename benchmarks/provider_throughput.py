@@ -42,7 +42,9 @@ def serve(delay: float, port_out: multiprocessing.Queue[int], stop: multiprocess
         stop.wait()
 
 
-def http_run(base_url: str, calls: int, concurrency: int, through_gateway: bool) -> tuple[float, list[float]]:
+def http_run(
+    base_url: str, calls: int, concurrency: int, through_gateway: bool
+) -> tuple[float, float, list[float]]:
     transport = HttpTransport("openai", secrets=(KEY,), pool_size=concurrency)
     provider = OpenAIProvider(api_key=KEY, base_url=base_url, transport=transport)
     request = ChatRequest(model="gpt-4o-mini", messages=(ChatMessage("user", "ping"),), timeout=10)
@@ -66,9 +68,10 @@ def http_run(base_url: str, calls: int, concurrency: int, through_gateway: bool)
         list(pool.map(one, range(concurrency)))
     latencies.clear()
     start = time.perf_counter()
+    cpu = time.process_time()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(one, range(calls)))
-    return time.perf_counter() - start, latencies
+    return time.perf_counter() - start, time.process_time() - cpu, latencies
 
 
 def accounting_overhead(n: int) -> tuple[float, float]:
@@ -103,13 +106,14 @@ def main() -> int:
     ideal = math.ceil(args.calls / args.concurrency) * args.delay_ms / 1000
     try:
         for label, gateway in (("adapter", False), ("gateway+accounting", True)):
-            wall, lat = http_run(base_url, args.calls, args.concurrency, gateway)
+            wall, cpu, lat = http_run(base_url, args.calls, args.concurrency, gateway)
             overhead_ms = (statistics.mean(lat) - args.delay_ms / 1000) * 1000
             print(
                 f"{label:>20}: {args.calls} calls @ {args.concurrency}: wall {wall * 1000:.0f} ms, "
                 f"ideal {ideal * 1000:.0f} ms, wall/ideal {wall / ideal:.3f}, "
                 f"mean latency {statistics.mean(lat) * 1000:.1f} ms (p95 "
-                f"{sorted(lat)[int(len(lat) * 0.95)] * 1000:.1f} ms), per-call overhead {overhead_ms:.2f} ms"
+                f"{sorted(lat)[int(len(lat) * 0.95)] * 1000:.1f} ms), latency over the server's delay "
+                f"{overhead_ms:.2f} ms, client CPU {cpu / args.calls * 1e6:.0f} µs/call"
             )
     finally:
         stop.set()
