@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import logging
+import mimetypes
 import random
 import time
 import uuid
@@ -246,10 +247,45 @@ class ArtifactUploader:
         self, name: str, data: bytes, *, retention_days: int | None = None, overwrite: bool = False
     ) -> UploadedArtifact:
         """Upload an already-built zip as artifact ``name``."""
+        return self._upload(name, data, None, retention_days=retention_days, overwrite=overwrite)
+
+    def upload_file(
+        self,
+        file_name: str,
+        data: bytes,
+        *,
+        mime_type: str | None = None,
+        retention_days: int | None = None,
+        overwrite: bool = False,
+    ) -> UploadedArtifact:
+        """Upload one file as-is, not zipped (artifacts version 7, like upload-artifact's
+        ``archive: false``): the artifact is named after the file and a browser opens it
+        directly from the run page, which suits a self-contained ``report.html``.
+
+        GitHub accepts this since February 2026; act and Gitea reject the ``mime_type``
+        field, so fall back to :meth:`upload` when targeting them.
+        """
+        if mime_type is None:
+            mime_type = mimetypes.guess_type(file_name)[0] or "application/octet-stream"
+        return self._upload(file_name, data, mime_type, retention_days=retention_days, overwrite=overwrite)
+
+    def _upload(
+        self,
+        name: str,
+        data: bytes,
+        mime_type: str | None,
+        *,
+        retention_days: int | None,
+        overwrite: bool,
+    ) -> UploadedArtifact:
         validate_artifact_name(name)
         if overwrite and self.delete(name) is not None:
             log.info("Deleted the existing artifact %r before uploading it again", name)
+        # version 4 without mime_type is what every backend (GitHub, act, Gitea) accepts for
+        # zips; version 7 + mime_type marks a raw single-file artifact.
         create: dict[str, Any] = {**self._ids(), "name": name, "version": 4}
+        if mime_type is not None:
+            create.update(version=7, mime_type=mime_type)
         expires = self._expires_at(retention_days)
         if expires is not None:
             create["expires_at"] = expires
@@ -263,7 +299,7 @@ class ArtifactUploader:
             raise ArtifactError(f"CreateArtifact for {name!r} returned no upload URL", hint="re-run the job")
         self._mask_sas(upload_url)
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        self._put_blocks(upload_url, data)
+        self._put_blocks(upload_url, data, mime_type or "application/zip")
         finalized = self._call(
             "FinalizeArtifact", {**self._ids(), "name": name, "size": str(len(data)), "hash": digest}
         )
@@ -404,7 +440,7 @@ class ArtifactUploader:
             status=resp.status_code,
         )
 
-    def _put_blocks(self, upload_url: str, data: bytes) -> None:
+    def _put_blocks(self, upload_url: str, data: bytes, content_type: str) -> None:
         sep = "&" if urlsplit(upload_url).query else "?"
         prefix = uuid.uuid4().hex[:16]
         block_ids: list[str] = []
@@ -424,7 +460,7 @@ class ArtifactUploader:
             xml.encode(),
             {
                 "x-ms-version": AZURE_API_VERSION,
-                "x-ms-blob-content-type": "application/zip",
+                "x-ms-blob-content-type": content_type,
                 "Content-Type": "application/xml",
             },
         )

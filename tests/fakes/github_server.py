@@ -229,6 +229,7 @@ class FakeGitHub:
         self.requests: list[RecordedRequest] = []
         self.exchanges: list[RecordedExchange] = []
         self.blobs: dict[str, bytes] = {}
+        self.blob_types: dict[str, str] = {}
         self.staged_blocks: dict[str, dict[str, bytes]] = {}
         self.pending_uploads: dict[str, dict[str, Any]] = {}  # blob key -> create request info
         self.ratelimit_remaining = 1000
@@ -903,8 +904,13 @@ class FakeGitHub:
                 "Artifact has expired",
                 "https://docs.github.com/rest/actions/artifacts#download-an-artifact",
             )
-        key = f"artifacts/{art.id}.zip"
+        key = (
+            f"artifacts/{art.id}.zip"
+            if art.content_type == "application/zip"
+            else f"artifacts/{art.id}/{art.name}"
+        )
         self.blobs[key] = art.data
+        self.blob_types[key] = art.content_type
         return _Response(302, b"", {"location": self.sign_blob_url(key, ttl=60)})
 
     def _r_runs(
@@ -1102,7 +1108,8 @@ class FakeGitHub:
                 data = self.blobs.get(key)
             if data is None:
                 return _xml_error(404, "BlobNotFound", "The specified blob does not exist.")
-            return _Response(200, data, {"content-type": "application/zip", "x-ms-blob-type": "BlockBlob"})
+            content_type = self.blob_types.get(key, "application/zip")
+            return _Response(200, data, {"content-type": content_type, "x-ms-blob-type": "BlockBlob"})
         if method != "PUT" or "w" not in perm:
             return _xml_error(
                 403,
@@ -1134,6 +1141,7 @@ class FakeGitHub:
                 if any(i not in staged for i in ids):
                     return _xml_error(400, "InvalidBlockList", "The specified block list is invalid.")
                 self.blobs[key] = b"".join(staged[i] for i in ids)
+                self.blob_types[key] = headers.get("x-ms-blob-content-type", "application/octet-stream")
                 self.staged_blocks.pop(key, None)
                 return _Response(201)
             if comp is None:
@@ -1243,6 +1251,8 @@ class FakeGitHub:
             return _twirp_error(400, "malformed", "expires_at must be an RFC 3339 string")
         if "mime_type" in req and not isinstance(req["mime_type"], str):
             return _twirp_error(400, "malformed", "mime_type must be a plain string")
+        if "mime_type" in req and req.get("version") != 7:
+            return _twirp_error(400, "invalid_argument", "mime_type is only supported for artifact version 7")
         if self._run_artifact(run, name) is not None or any(
             p["run"] is run and p["name"] == name for p in self.pending_uploads.values()
         ):

@@ -227,3 +227,23 @@ def test_invalid_file_paths(path: str) -> None:
 )
 def test_artifacts_supported(url: str, ok: bool) -> None:
     assert artifacts_supported(url) is ok
+
+
+def test_single_file_upload_is_not_zipped(fake_github: FakeGitHub) -> None:
+    _, token, sleeps = _setup(fake_github)
+    html = b"<!doctype html><title>report</title>"
+    up = _uploader(fake_github, token, sleeps).upload_file("report.html", html)
+    create = json.loads(fake_github.requests_to("results")[0].body)
+    assert (create["version"], create["mime_type"], create["name"]) == (7, "text/html", "report.html")
+    blocklist = fake_github.requests_to("blob", "PUT")[-1]
+    assert blocklist.headers["x-ms-blob-content-type"] == "text/html"
+    client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=sleeps.append)
+    assert download_artifact(client, "octo/evals", up.id, expected_digest=up.digest) == html
+    assert fake_github.requests_to("blob", "GET")[-1].path.endswith("/report.html")
+
+
+def test_single_file_upload_refused_by_a_legacy_backend(fake_github: FakeGitHub) -> None:
+    fake_github.legacy_results_backend = True
+    _, token, sleeps = _setup(fake_github)
+    with pytest.raises(ArtifactError, match="malformed"):
+        _uploader(fake_github, token, sleeps).upload_file("report.html", b"<html>")
