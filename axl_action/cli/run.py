@@ -202,7 +202,7 @@ def _report(result: dict[str, Any], label: str, batch_label: str | None = None) 
 
 def run(argv: list[str]) -> int:
     """Entry point of ``axl-eval run``; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)
     if not args.paths:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
     if args.capture_requests and not args.output:

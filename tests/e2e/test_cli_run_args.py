@@ -44,3 +44,8 @@ def test_env_int(monkeypatch: pytest.MonkeyPatch, raw: str, value: int | None) -
 def test_scorers_needs_a_single_file() -> None:
     with pytest.raises(UsageError, match=r"--scorers requires a single eval file \(matched 2\)"):
         run(["examples/quickstart/triage_eval.py", "tests/e2e/test_cli_run_args.py", "--scorers", "category"])
+
+
+def test_paths_and_flags_may_be_intermixed() -> None:
+    args = build_parser().parse_intermixed_args(["a_eval.py", "--quiet", "b_eval.py", "--runs", "2", "c"])
+    assert args.paths == ["a_eval.py", "b_eval.py", "c"] and args.quiet and args.runs == 2
