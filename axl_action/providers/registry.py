@@ -13,6 +13,13 @@ from axl_action.providers.errors import ProviderConfigError
 ProviderFactory = Callable[[Mapping[str, str]], Provider]
 """Builds a provider from environment variables (called once, on first use)."""
 
+BUILTIN_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_BASE_URL"),
+}
+"""The variables each built-in provider is configured from."""
+
 
 def parse_model_uri(uri: str) -> tuple[str, str]:
     """Split ``provider:model`` at the first colon (model names may contain colons, e.g.
@@ -34,9 +41,11 @@ class ProviderRegistry:
         """``env`` defaults to the live ``os.environ`` (read when a provider is first used)."""
         self._env = env
         self._factories: dict[str, ProviderFactory] = {}
-        self._instances: dict[str, Provider] = {}
+        self._instances: dict[str, tuple[tuple[str | None, ...], Provider]] = {}
+        self._watched: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
         if builtins:
+            self._watched.update(BUILTIN_ENV)
             self._factories.update(
                 {
                     "openai": openai.from_env,
@@ -52,8 +61,9 @@ class ProviderRegistry:
             raise ProviderConfigError(f'Provider name "{name}" is invalid', hint="use a name without ':'")
         with self._lock:
             self._instances.pop(name, None)
+            self._watched.pop(name, None)
             if isinstance(factory, Provider):
-                self._instances[name] = factory
+                self._instances[name] = ((), factory)
                 self._factories[name] = _constant(factory)
             else:
                 self._factories[name] = factory
@@ -65,10 +75,15 @@ class ProviderRegistry:
 
     def get(self, name: str) -> Provider:
         """The provider called ``name``, built on first use."""
+        env = self._env if self._env is not None else os.environ
+        # A built-in provider is rebuilt when its variables change (tests and long-lived
+        # processes switch base URLs or keys); otherwise the instance, and its connection pool,
+        # is reused.
+        signature = tuple(env.get(var) for var in self._watched.get(name, ()))
         with self._lock:
-            instance = self._instances.get(name)
-            if instance is not None:
-                return instance
+            cached = self._instances.get(name)
+            if cached is not None and cached[0] == signature:
+                return cached[1]
             factory = self._factories.get(name)
             if factory is None:
                 known = ", ".join(sorted(self._factories))
@@ -76,8 +91,8 @@ class ProviderRegistry:
                     f'Unknown provider "{name}"',
                     hint=f"use one of: {known}, or register_provider() a custom one",
                 )
-            instance = factory(self._env if self._env is not None else os.environ)
-            self._instances[name] = instance
+            instance = factory(env)
+            self._instances[name] = (signature, instance)
             return instance
 
     def resolve(self, uri: str) -> tuple[Provider, str]:

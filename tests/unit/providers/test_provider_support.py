@@ -139,3 +139,13 @@ def test_content_redaction_keeps_shape() -> None:
     assert out["contents"][0]["parts"][0]["text"] == "[REDACTED:13 chars]"
     assert out["content"][0] == {"type": "text", "text": "[REDACTED:5 chars]"}
     assert redact_value(body)["messages"][0]["content"] == "private prompt"
+
+
+def test_builtin_provider_is_rebuilt_when_its_variables_change() -> None:
+    env = {"OPENAI_API_KEY": "sk-first-000000000000", "OPENAI_BASE_URL": "http://a:1/v1"}
+    registry = ProviderRegistry(env=env)
+    first = registry.get("openai")
+    assert registry.get("openai") is first
+    env["OPENAI_BASE_URL"] = "http://b:2/v1"
+    second = registry.get("openai")
+    assert second is not first and second.base_url == "http://b:2/v1"
