@@ -4,7 +4,8 @@ An artifact from another run is untrusted input: a PR can upload anything under 
 baseline's name in its own run (we filter those out, but defence in depth costs little).
 ``extract_zip`` never touches the filesystem; it returns ``{name: bytes}`` and rejects:
 
-* absolute paths, drive letters, ``..`` components, backslash tricks and NUL bytes;
+* absolute paths, drive letters and other colons, ``..`` components, backslash tricks
+  and NUL bytes;
 * symlinks, encrypted entries and duplicate names;
 * more than ``max_entries`` entries, more than ``max_total_bytes`` uncompressed, and
   entries whose compression ratio marks a zip bomb;
@@ -99,6 +100,10 @@ def _safe_name(raw: str, source: str) -> str:
         problem = "contains a NUL byte"
     elif name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         problem = "is an absolute path"
+    elif ":" in name:
+        # Artifact paths may not contain ':' (upload-artifact refuses it); on Windows it
+        # would name a drive or an alternate data stream.
+        problem = "contains ':'"
     elif any(part == ".." for part in name.split("/")):
         problem = "climbs out of the archive with '..'"
     elif not name.strip("/"):
@@ -109,7 +114,12 @@ def _safe_name(raw: str, source: str) -> str:
             hint="refusing a path-traversal (zip-slip) archive; nothing was extracted",
         )
     parts = [p for p in name.split("/") if p not in ("", ".")]
-    return "/".join(parts) + ("/" if name.endswith("/") else "")
+    if not parts:
+        raise ArtifactError(
+            f"The {source} entry {raw!r} has an empty name",
+            hint="refusing a path-traversal (zip-slip) archive; nothing was extracted",
+        )
+    return "/".join(parts)
 
 
 def _read_entry(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import io
 import stat
+import warnings
 import zipfile
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from axl_action.github.errors import ArtifactError
 from axl_action.github.safezip import ZipLimits, extract_zip
@@ -108,3 +111,22 @@ def test_duplicate_names_are_refused() -> None:
         data = _zip([("a.json", b"1"), ("a.json", b"2")])
     with pytest.raises(ArtifactError, match="twice"):
         extract_zip(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="./\\:aZ.\x00 ", min_size=1, max_size=12), min_size=1, max_size=4))
+def test_any_entry_name_is_refused_or_stays_inside(names: list[str]) -> None:
+    # zipfile cuts names at NUL and cannot write an empty name at all.
+    assume(all(name.split("\x00")[0] for name in names))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns on duplicate names
+        data = _zip([(name, b"x") for name in names])
+    try:
+        files = extract_zip(data)
+    except ArtifactError:
+        return
+    for name in files:
+        parts = name.split("/")
+        assert name and not name.startswith("/") and "\\" not in name and "\x00" not in name
+        assert ".." not in parts and "" not in parts and "." not in parts
+        assert not (len(name) > 1 and name[1] == ":")
