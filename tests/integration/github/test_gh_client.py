@@ -217,3 +217,44 @@ def test_from_env_uses_github_api_url(sleeps: SleepRecorder) -> None:
 def test_missing_token_is_a_clear_error() -> None:
     with pytest.raises(GitHubError, match="No GitHub token"):
         GitHubClient("https://api.github.com", "")
+
+
+def test_network_errors_are_retried_then_reported(sleeps: SleepRecorder) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = GitHubClient(f"http://127.0.0.1:{port}", "tok", sleep=sleeps, max_attempts=3, timeout=2)
+    with pytest.raises(GitHubError, match="gave up after 3 attempt") as err:
+        client.get_json("/repos/octo/evals")
+    assert err.value.status is None and len(sleeps.calls) == 2
+
+
+def test_same_origin_redirect_is_followed_with_the_token(
+    fake_github: FakeGitHub, sleeps: SleepRecorder
+) -> None:
+    """A renamed repository answers 301 to its new name; the client follows it."""
+    fake_github.add_repo("octo", "evals-renamed")
+    token = fake_github.add_token()
+    fake_github.fail_next(
+        1,
+        301,
+        path=r"^/repos/octo/old-name$",
+        headers={"location": fake_github.api_url + "/repos/octo/evals-renamed"},
+    )
+    body = _client(fake_github, token, sleeps).get_json("/repos/octo/old-name")
+    assert body["full_name"] == "octo/evals-renamed"
+    follow = fake_github.requests_to("api")[-1]
+    assert follow.path == "/repos/octo/evals-renamed" and follow.headers["authorization"] == f"Bearer {token}"
+    assert sleeps.calls == []
+
+
+def test_unexpected_cross_origin_redirect_is_an_error(sleeps: SleepRecorder) -> None:
+    # Not something GitHub documents for this path, so outside the contract-checked fixture.
+    with FakeGitHub() as gh:
+        token = gh.add_token()
+        gh.fail_next(1, 302, headers={"location": gh.blob_url + "/elsewhere"})
+        with pytest.raises(GitHubError, match="unexpected redirect"):
+            _client(gh, token, sleeps).get_json("/repos/octo/evals")
+        assert gh.requests_to("blob") == []
