@@ -77,6 +77,8 @@ def test_happy_path_usage_request_id_and_key_only_in_its_header(server: FakeLLMS
     assert response.request_id == f"{ID_HEADER_PREFIX[server.flavor]}_1"
     assert response.timing.attempts == 1 and response.timing.wire_ms > 0 and response.timing.ttfb_ms > 0
     (req,) = server.requests
+    assert req.body is not None and "hello" in json.dumps(req.body)
+    assert int(req.headers["content-length"]) == len(req.raw)
     assert KEY in req.headers[KEY_HEADER[server.flavor]]
     others = {k: v for k, v in req.headers.items() if k != KEY_HEADER[server.flavor]}
     _no_key(req.path, others, req.raw.decode())
@@ -244,3 +246,18 @@ def test_registry_from_env_end_to_end_with_pricing_and_capture(server: FakeLLMSe
     assert [("error" in r) for r in records] == [False, True]
     assert all(r["caseIndex"] == 0 and r["provider"] == server.flavor for r in records)
     assert records[0]["request"]["headers"][KEY_HEADER[server.flavor]] == "[REDACTED]"
+
+
+def test_concurrent_calls_share_the_pool_and_keep_bodies_apart(server: FakeLLMServer) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    h = Harness(server)
+
+    def ask(i: int) -> str:
+        request = ChatRequest(model="model-a", messages=(ChatMessage("user", f"question {i}"),), timeout=5)
+        return h.provider.chat(request).text
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(ask, range(40))) == ["ok"] * 40
+    seen = sorted(int(json.dumps(r.body).split("question ")[1].split('"')[0]) for r in server.requests)
+    assert seen == list(range(40))
