@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -130,18 +131,21 @@ def _measure(base: Path, cand: Path, seed: int) -> dict[str, float]:
     from axl_action.compare.gates import GateOptions, evaluate_gates
     from axl_action.compare.lean import load_for_compare
 
-    t0 = time.perf_counter()
+    t0, p0 = time.perf_counter(), time.process_time()
     b = load_for_compare(base).results
     c = load_for_compare(cand).results
-    t1 = time.perf_counter()
+    t1, p1 = time.perf_counter(), time.process_time()
     comparison = compare_results(b, c, CompareOptions(seed=seed))
-    t2 = time.perf_counter()
+    t2, p2 = time.perf_counter(), time.process_time()
     evaluate_gates(comparison, b, c, GateOptions(max_item_error_rate=0.05))
     t3 = time.perf_counter()
     return {
         "load_s": t1 - t0,
+        "load_cpu": p1 - p0,
         "compare_s": t2 - t1,
+        "compare_cpu": p2 - p1,
         "gates_s": t3 - t2,
+        "changes": len(comparison.regressions) + len(comparison.improvements),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "n_paired": comparison.scorers["accuracy"].n,
     }
@@ -171,12 +175,17 @@ def main() -> int:
             )
             figures = json.loads(proc.stdout)
             rows.append((n, size_mb, figures))
-    print("| items x 4 scorers | JSON (both files) | load | compare (1,000 resamples) | gates | peak RSS |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        "| items x 4 scorers | JSON (both files) | load wall / CPU | compare wall / CPU "
+        "(1,000 resamples) | gates | item changes | peak RSS |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for n, size_mb, f in rows:
         print(
-            f"| {n:,} | {size_mb:.0f} MB | {f['load_s']:.2f} s | {f['compare_s']:.2f} s | "
-            f"{f['gates_s']:.2f} s | {f['peak_rss_mb']:.0f} MB |"
+            f"| {n:,} | {size_mb:.0f} MB | {f['load_s']:.2f} s / {f['load_cpu']:.2f} s | "
+            f"{f['compare_s']:.2f} s / {f['compare_cpu']:.2f} s | {f['gates_s']:.2f} s | "
+            f"{f['changes']:,.0f} | {f['peak_rss_mb']:.0f} MB |"
         )
     return 0
 

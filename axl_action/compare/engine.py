@@ -148,36 +148,53 @@ def _item_changes(
     for ra in c_runs:
         skip |= ra.errored[c_idx]
     b_ref = b_runs[0].result
+    key_mode = al.mode == "key"
     found: list[tuple[int, int, ItemChange, bool]] = []
     for order, name in enumerate(names):
         b_avg, b_ok = _run_average([ra.scores[name][b_idx] for ra in b_runs])
         c_avg, c_ok = _run_average([ra.scores[name][c_idx] for ra in c_runs])
         use = ~skip & b_ok & c_ok
         with np.errstate(invalid="ignore"):
-            delta = np.floor((c_avg - b_avg) * 1000 + 0.5) / 1000 + 0.0
+            delta = _r3(c_avg - b_avg)
         t = thresholds[name].value
         with np.errstate(invalid="ignore"):
             worse = use & (delta < -t)
             better = use & ~worse & (delta > t)
-        for j in np.flatnonzero(worse | better):
-            bi, ci = int(b_idx[j]), int(c_idx[j])
-            # model_construct: values are already typed; validating tens of thousands of
-            # changes would dominate the run time of a large comparison.
-            change = ItemChange.model_construct(
+        picked = np.flatnonzero(worse | better)
+        rows = zip(
+            b_idx[picked].tolist(),
+            c_idx[picked].tolist(),
+            _r3(b_avg[picked]).tolist(),
+            _r3(c_avg[picked]).tolist(),
+            delta[picked].tolist(),
+            worse[picked].tolist(),
+            picked.tolist(),
+            strict=True,
+        )
+        for bi, ci, b_score, c_score, d, is_worse, j in rows:
+            # Values are already typed; validating hundreds of thousands of changes would
+            # dominate the run time of a large comparison.
+            change = ItemChange.fast(
                 item_index=bi,
                 input=b_ref.items[bi].input,
                 scorer=name,
-                baseline_score=r3(float(b_avg[j])),
-                candidate_score=r3(float(c_avg[j])),
-                delta=float(delta[j]),
-                candidate_index=ci if al.mode == "key" and ci != bi else None,
-                key=al.keys[int(j)] if al.mode == "key" else None,
+                baseline_score=b_score,
+                candidate_score=c_score,
+                delta=d,
+                candidate_index=ci if key_mode and ci != bi else None,
+                key=al.keys[j] if key_mode else None,
             )
-            found.append((bi, order, change, bool(worse[j])))
+            found.append((bi, order, change, is_worse))
     found.sort(key=lambda f: (f[0], f[1]))
     regressions = [c for _, _, c, bad in found if bad]
     improvements = [c for _, _, c, bad in found if not bad]
     return regressions, improvements
+
+
+def _r3(x: F64) -> F64:
+    """Vectorised round3 (JS Math.round semantics), negative zero normalised."""
+    out: F64 = np.floor(x * 1000 + 0.5) / 1000 + 0.0
+    return out
 
 
 def _run_average(columns: list[F64]) -> tuple[F64, np.ndarray]:
