@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 from typing import Any
 
-from axl_action.evals.summary import scorer_sample
+from axl_action.compare.text import to_fixed
+from axl_action.schema import (
+    EvalItem,
+    EvalResult,
+    is_budget_stopped,
+    is_total_wipeout,
+    read_accounting,
+    scorer_counts,
+)
 from axl_action.schema.numbers import format_percent
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
@@ -22,17 +30,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 def clean(text: object) -> str:
     """``str(text)`` with terminal control characters replaced by ``?``."""
     return _CONTROL.sub("?", str(text))
-
-
-def to_fixed(x: float, digits: int) -> str:
-    """JS ``Number.prototype.toFixed``: exact binary value, ties away from zero, no ``-0``."""
-    if x != x:
-        return "NaN"
-    quantum = Decimal(1).scaleb(-digits)
-    text = str(Decimal(x).quantize(quantum, rounding=ROUND_HALF_UP))
-    if x == 0:
-        text = text.lstrip("-")
-    return text
 
 
 def js_round(x: float) -> int:
@@ -52,19 +49,17 @@ def format_known_spend(accounting: Mapping[str, Any]) -> str:
     return f"{cost} (incomplete: {reasons or 'unknown spend'})"
 
 
+def _light(result: Mapping[str, Any]) -> EvalResult:
+    """The result without its items, as a schema model (the predicates read only the rest)."""
+    return EvalResult.model_validate({**result, "items": []})
+
+
 def read_accounting_wire(result: Mapping[str, Any]) -> Mapping[str, Any]:
     """The result's accounting, or the ``unverified`` stand-in of a pre-0.24 file."""
     accounting: Mapping[str, Any] | None = result.get("accounting")
     if accounting is not None:
         return accounting
-    total = result.get("totalCost")
-    usable = isinstance(total, int | float) and not isinstance(total, bool) and total >= 0
-    return {
-        "knownCost": total if usable else 0,
-        "completeness": "unverified",
-        "reasons": {},
-        "scope": "rescore" if (result.get("metadata") or {}).get("rescored") is True else "run",
-    }
+    return read_accounting(_light(result)).to_wire()
 
 
 def format_budget_line(accounting: Mapping[str, Any]) -> str | None:
@@ -148,13 +143,16 @@ def format_model_timing_lines(model_timing: Mapping[str, Any] | None, name_width
 
 
 def _sample_counts(result: Mapping[str, Any], name: str, entry: Mapping[str, Any]) -> tuple[int, int, int]:
-    items = result.get("items") or []
+    if (
+        entry.get("scored") is not None
+        and entry.get("failed") is not None
+        and entry.get("skipped") is not None
+    ):
+        return entry["scored"], entry["failed"], entry["skipped"]
+    items = [EvalItem.model_validate(i) for i in result.get("items") or []]
+    scored, failed, skipped = scorer_counts(items, name)
     if entry.get("scored") is not None and entry.get("failed") is not None:
-        skipped = entry.get("skipped")
-        if skipped is None:
-            skipped = scorer_sample(items, name)[3]
         return entry["scored"], entry["failed"], skipped
-    _, scored, failed, skipped = scorer_sample(items, name)
     return scored, failed, skipped
 
 
@@ -222,61 +220,30 @@ def format_table(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def refused_work(coverage: Mapping[str, Any] | None) -> float:
-    """Work the budget refused: budget-skipped + budget-interrupted items and scorers."""
-    if not coverage:
-        return 0
-
-    def positive(n: Any) -> float:
-        return n if isinstance(n, int | float) and not isinstance(n, bool) and n > 0 else 0
-
-    items = coverage.get("items") or {}
-    total = positive(items.get("budget_skipped")) + positive(items.get("budget_interrupted"))
-    for counts in (coverage.get("scorers") or {}).values():
-        total += positive(counts.get("budget_skipped")) + positive(counts.get("budget_interrupted"))
-    return total
-
-
 def budget_stop_message(result: Mapping[str, Any], label: str) -> str | None:
     """``[axl-eval] BUDGET STOPPED: ...`` when the budget closed and refused work."""
-    budget = read_accounting_wire(result).get("budget")
-    coverage = (result.get("summary") or {}).get("coverage")
-    if not budget or budget.get("status") != "closed" or refused_work(coverage) <= 0:
+    light = _light(result)
+    if not is_budget_stopped(light):
         return None
-    items = (coverage or {}).get("items")
+    budget = read_accounting(light).budget
+    assert budget is not None
+    coverage = light.summary.coverage
     stopped = (
-        f" {items['budget_skipped']} case(s) never started, {items['budget_interrupted']} stopped "
-        f"mid-flight, {items['completed']} completed."
-        if items
+        f" {coverage.items.budget_skipped} case(s) never started, {coverage.items.budget_interrupted} "
+        f"stopped mid-flight, {coverage.items.completed} completed."
+        if coverage is not None
         else ""
     )
     return (
-        f"[axl-eval] BUDGET STOPPED: {label} — known spend ${to_fixed(budget['knownSpend'], 2)} reached "
-        f"the ${to_fixed(budget['limit'], 2)} limit (over by ${to_fixed(budget['knownOvershoot'], 2)})."
+        f"[axl-eval] BUDGET STOPPED: {label} — known spend ${to_fixed(budget.known_spend, 2)} reached "
+        f"the ${to_fixed(budget.limit, 2)} limit (over by ${to_fixed(budget.known_overshoot, 2)})."
         f"{stopped} The run is incomplete by design; this is NOT a model or scorer failure."
     )
 
 
-def is_total_wipeout(result: Mapping[str, Any]) -> bool:
-    """Every attempted item errored in the workflow (compare spec §4.6)."""
-    summary = result.get("summary") or {}
-    count = summary.get("count", 0)
-    if count == 0:
-        return False
-    items = (summary.get("coverage") or {}).get("items")
-    if items:
-        if (
-            items.get("completed", 0) > 0
-            or items.get("budget_skipped", 0) + items.get("budget_interrupted", 0) > 0
-        ):
-            return False
-        return bool(items.get("failed", 0) == count)
-    return bool(summary.get("failures", 0) >= count)
-
-
 def wipeout_message(result: Mapping[str, Any], label: str) -> str | None:
     """``[axl-eval] FAILED: ... all N item(s) errored ...``."""
-    if not is_total_wipeout(result):
+    if not is_total_wipeout(_light(result)):
         return None
     count = (result.get("summary") or {}).get("count", 0)
     return (

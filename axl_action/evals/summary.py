@@ -1,6 +1,8 @@
 """Run-level figures: coverage, per-scorer stats, gates, timing and metadata roll-ups.
 
-Pure functions over the ordered wire items the runner built (spec §4.4, §6.3, §10, §12, §13).
+Pure functions over the ordered wire items the runner just built (spec §4.4, §6.3, §10, §12,
+§13). They mirror ``axl_action.schema.outcomes``, which reads *models* of any (also legacy)
+file; the runner works on wire dicts on its hot path and every item it builds has outcomes.
 """
 
 from __future__ import annotations
@@ -41,15 +43,7 @@ def scorer_sample(items: Sequence[Mapping[str, Any]], name: str) -> tuple[list[f
         value = (item.get("scores") or {}).get(name)
         if value is not None:
             scores.append(value)
-        detail = (item.get("scoreDetails") or {}).get(name) or {}
-        outcome = detail.get("outcome")
-        if outcome is None:  # pre-0.24 artifact: score, then skipped, then duration
-            if value is not None:
-                outcome = "scored"
-            elif detail.get("skipped") is True:
-                outcome = "skipped"
-            elif detail.get("duration") is not None:
-                outcome = "failed"
+        outcome = ((item.get("scoreDetails") or {}).get(name) or {}).get("outcome")
         if outcome == "scored":
             scored += 1
         elif outcome == "failed":

@@ -28,6 +28,7 @@ def result(**summary: Any) -> dict[str, Any]:
         "id": "r",
         "dataset": "qa",
         "metadata": {"workflows": ["qa-bot"]},
+        "timestamp": "2026-09-24T10:15:02.123Z",
         "totalCost": 1.5,
         "accounting": {"knownCost": 1.5, "completeness": "complete", "reasons": {}},
         "duration": 12345,
@@ -35,6 +36,8 @@ def result(**summary: Any) -> dict[str, Any]:
         "summary": {"count": 100, "failures": 0, "scorers": {"exact": stats(0.8)}},
     }
     base["summary"].update(summary)
+    if "coverage" in summary:
+        summary["coverage"].setdefault("scorers", {})  # real files always carry both blocks
     return base
 
 
