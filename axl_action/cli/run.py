@@ -25,8 +25,6 @@ from axl_action.errors import AxlError, UsageError
 
 SUMMARY = "Run eval files and write results (the default command)"
 
-_RATE_RE = re.compile(r"\d*\.?\d+")
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports one clear line instead of a usage dump and ``exit(2)``."""
@@ -50,10 +48,10 @@ def _positive_int(raw: str) -> int:
 
 
 def _error_rate(raw: str) -> float:
-    text = raw.strip()
-    if not _RATE_RE.fullmatch(text) or not 0 <= float(text) <= 1:
-        raise argparse.ArgumentTypeError(f'must be a number in [0, 1], got "{raw}"')
-    return float(text)
+    from axl_action.cli.compare import parse_error_rate
+
+    # Raises UsageError (not an argparse error): the message is the reference's exact line.
+    return parse_error_rate("--max-item-error-rate", raw)
 
 
 def _budget(raw: str) -> str:

@@ -47,35 +47,18 @@ from axl_action.runtime.scope import (
     is_admission_denial,
     track,
 )
+from axl_action.schema.accounting import empty_accounting
 from axl_action.schema.fingerprint import dataset_fingerprint, scorer_fingerprint
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
 RESERVED_METADATA_KEYS = frozenset(
     {"models", "modelCallCounts", "workflows", "workflowCallCounts", "tokens", "agentCalls"}
 )
-_USAGE_ZERO = {
-    "inputTokens": 0,
-    "outputTokens": 0,
-    "reasoningTokens": 0,
-    "cachedTokens": 0,
-    "cacheWriteTokens": 0,
-    "audioSeconds": 0,
-}
 
 
 def empty_accounting_wire() -> dict[str, Any]:
-    """``emptyAccounting()``: all zero, complete, empty maps (spec §7.1)."""
-    return {
-        "version": 1,
-        "currency": "USD",
-        "knownCost": 0,
-        "completeness": "complete",
-        "reasons": {},
-        "usage": dict(_USAGE_ZERO),
-        "operations": {"total": 0, "settled": 0, "unknown": 0, "denied": 0, "byKind": {}},
-        "breakdown": {"generation": 0, "judging": 0, "external": 0},
-        "provenance": {},
-    }
+    """``emptyAccounting()`` as a fresh wire dict: all zero, complete, empty maps (spec §7.1)."""
+    return empty_accounting().to_wire()
 
 
 def uninstrumented_accounting() -> dict[str, Any]:

@@ -155,7 +155,7 @@ def test_shard_flag(tmp_path: Path) -> None:
         (["--concurrency", "0"], 'Error: --concurrency: expected a positive integer, got "0"'),
         (
             ["--max-item-error-rate", "1.5"],
-            'Error: --max-item-error-rate: must be a number in [0, 1], got "1.5"',
+            'Error: --max-item-error-rate must be a number in [0, 1], got "1.5"',
         ),
         (
             ["--budget", "1 USD"],
