@@ -24,13 +24,22 @@ _MAX_DEPTH = 200
 
 def json_safe(value: Any, _depth: int = 0) -> Any:
     """A JSON-compatible copy of ``value`` (the value itself when it already is one)."""
-    if isinstance(value, _SCALARS):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return value
-    if isinstance(value, float):
+    if kind is float:
         return value if math.isfinite(value) else None
     if _depth > _MAX_DEPTH:
         return "[too deeply nested]"
     depth = _depth + 1
+    if kind is dict:  # the common case, without the slower ABC checks below
+        return {(k if type(k) is str else str(k)): json_safe(v, depth) for k, v in value.items()}
+    if kind is list:
+        return [json_safe(v, depth) for v in value]
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {(k if isinstance(k, str) else str(k)): json_safe(v, depth) for k, v in value.items()}
     if isinstance(value, list | tuple):
