@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from axl_action.action.outputs import OUTPUT_NAMES
 from tests.fakes.github_server import FakeGitHub, FakeRepo, FakeRun
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -237,7 +238,8 @@ def test_push_to_default_branch_uploads_the_baseline(h: Harness) -> None:
     assert stored["dataset"] and len(stored["items"]) == 30
     assert h.artifacts("axl-eval-report", run), "the HTML report is uploaded too"
     assert result.summary.strip(), "a job summary is written"
-    assert set(result.outputs) >= {"verdict", "cost", "results-path", "report-path", "baseline-sha"}
+    # Every output declared in action.yml is written, and nothing else.
+    assert list(result.outputs) == list(OUTPUT_NAMES)
     assert "::group::Run the evals" in result.stdout and "::endgroup::" in result.stdout
     # The token is masked before anything else is printed.
     assert result.stdout.startswith(f"::add-mask::{h.write_token}")
@@ -306,6 +308,7 @@ def test_fork_pr_stores_the_comment_and_the_relay_posts_it(h: Harness) -> None:
     [comment] = h.gh.comments_on(h.repo, 9)
     assert f"head-sha {head}" in comment.body
     assert relay.outputs["comment-url"].endswith(f"#issuecomment-{comment.id}")
+    assert list(relay.outputs) == list(OUTPUT_NAMES)
 
 
 def test_failing_gate_publishes_everything_then_exits_1(h: Harness) -> None:
