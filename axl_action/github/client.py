@@ -44,6 +44,7 @@ RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 # Statuses where GitHub rejected the request before acting on it: safe to repeat even a POST.
 _REJECTED_UNPROCESSED = frozenset({429})
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"})
+_READ_ONLY = frozenset({"GET", "HEAD", "OPTIONS"})
 # GitHub's advice when a secondary limit comes without headers: "wait at least one minute".
 SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
 
@@ -64,6 +65,8 @@ class GitHubClient:
         max_wait: the longest single wait; a longer ``retry-after``/reset raises instead.
         base_delay: first backoff step for 5xx (doubled each attempt, capped at ``max_wait``).
         timeout: per-request timeout in seconds (connect and read).
+        min_mutation_interval: seconds between two mutating requests (POST/PATCH/PUT/DELETE);
+            GitHub's best practices ask for at least one to avoid secondary rate limits.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class GitHubClient:
         base_delay: float = 1.0,
         timeout: float = 30.0,
         user_agent: str = USER_AGENT,
+        min_mutation_interval: float = 1.0,
     ) -> None:
         if not token:
             raise GitHubError(
@@ -107,6 +111,9 @@ class GitHubClient:
         self.base_delay = base_delay
         self.timeout = timeout
         self.user_agent = user_agent
+        self.min_mutation_interval = min_mutation_interval
+        self._last_mutation: float | None = None
+        self._warned_deprecation = False
         self._rng = random.Random()
 
     @classmethod
@@ -172,6 +179,13 @@ class GitHubClient:
         """
         method = method.upper()
         url = self.url(path_or_url)
+        if method not in _READ_ONLY:
+            # Spacing applies between distinct mutations; retries wait on their own terms.
+            if self._last_mutation is not None:
+                wait = self.min_mutation_interval - (self._clock() - self._last_mutation)
+                if wait > 0:
+                    self.sleep(wait)
+            self._last_mutation = self._clock()
         redirects = 0
         attempt = 0
         while True:
@@ -248,7 +262,7 @@ class GitHubClient:
         }
         if headers:
             merged.update(headers)
-        return self._session.request(
+        resp = self._session.request(
             method,
             url,
             params=dict(params) if params else None,
@@ -257,6 +271,14 @@ class GitHubClient:
             timeout=self.timeout,
             allow_redirects=False,
         )
+        if not self._warned_deprecation and (resp.headers.get("deprecation") or resp.headers.get("sunset")):
+            self._warned_deprecation = True
+            log.warning(
+                "GitHub reports API version %s as deprecated (sunset %s); this action needs an update",
+                API_VERSION,
+                resp.headers.get("sunset", "unknown"),
+            )
+        return resp
 
     def get_json(self, path: str, params: Mapping[str, str | int] | None = None, **kw: Any) -> Json:
         """GET and decode the JSON body."""

@@ -258,3 +258,26 @@ def test_unexpected_cross_origin_redirect_is_an_error(sleeps: SleepRecorder) -> 
         with pytest.raises(GitHubError, match="unexpected redirect"):
             _client(gh, token, sleeps).get_json("/repos/octo/evals")
         assert gh.requests_to("blob") == []
+
+
+def test_mutations_are_spaced_by_a_second(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
+    repo = fake_github.add_repo()
+    fake_github.add_pull(repo, 1, head_sha="a" * 40, base_sha="b" * 40)
+    token = fake_github.add_token()
+    now = [1000.0]
+    client = _client(fake_github, token, sleeps, clock=lambda: now[0])
+    created = client.post_json("/repos/octo/evals/issues/1/comments", {"body": "1"})
+    client.get_json("/repos/octo/evals")  # reads are never delayed
+    now[0] += 0.25
+    client.patch_json(f"/repos/octo/evals/issues/comments/{created['id']}", {"body": "2"})
+    assert sleeps.calls == [0.75]
+
+
+def test_deprecation_header_is_logged_once(
+    fake_github: FakeGitHub, sleeps: SleepRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_github.add_repo()
+    token = fake_github.add_token()
+    fake_github.fail_next(2, 500, headers={"deprecation": "true", "sunset": "Fri, 10 Mar 2028 00:00:00 GMT"})
+    _client(fake_github, token, sleeps).get_json("/repos/octo/evals")
+    assert caplog.text.count("deprecated (sunset Fri, 10 Mar 2028") == 1

@@ -126,7 +126,7 @@ def test_author_resolution(fake_github: FakeGitHub) -> None:
 def test_pat_comments_are_found_by_their_login(fake_github: FakeGitHub) -> None:
     repo, _, _ = _world(fake_github)
     token = fake_github.add_token(login="octocat", user_type="User", installation=False)
-    pat = GitHubClient(fake_github.api_url, token)
+    pat = GitHubClient(fake_github.api_url, token, sleep=lambda s: None)
     a = upsert_sticky_comment(pat, "octo/evals", 12, "1", suite="s", head_sha=HEAD)
     b = upsert_sticky_comment(pat, "octo/evals", 12, "2", suite="s", head_sha=HEAD)
     assert (a.action, b.action, a.comment_id) == ("created", "updated", b.comment_id)
