@@ -100,7 +100,7 @@
     haystacks = new Array(N);
     for (var i = 0; i < N; i++) {
       var d = details[i];
-      var parts = [rows[i][R_TITLE], d.in || "", d.an || "", d.bo || "", d.co || ""];
+      var parts = [rows[i][R_TITLE], d.in, d.an, d.bs ? "" : d.bo, d.co];
       if (d.sc) {
         for (var k = 0; k < d.sc.length; k++) {
           var s = d.sc[k];
@@ -630,16 +630,33 @@
       if (typeof DecompressionStream === "undefined") {
         return Promise.reject(new Error("this browser cannot decompress the item text (DecompressionStream missing)"));
       }
-      var bin = atob(node.textContent.trim());
-      var bytes = new Uint8Array(bin.length);
-      for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-      return new Response(stream).text().then(JSON.parse);
+      // Independent deflate chunks joined by "." (see explorer.py); inflate all, concatenate.
+      var parts = node.textContent.trim().split(".");
+      return Promise.all(parts.map(function (part) {
+        var bin = atob(part);
+        var bytes = new Uint8Array(bin.length);
+        for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+        var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+        return new Response(stream).text().then(JSON.parse);
+      })).then(function (lists) { return [].concat.apply([], lists); });
     }
     return Promise.resolve(JSON.parse(node.textContent));
   }
 
+  // Structured values arrive as JSON values; show them pretty-printed.
+  function asText(v) {
+    if (v === null || v === undefined) { return ""; }
+    return typeof v === "string" ? v : JSON.stringify(v, null, 2);
+  }
+
   loadDetails().then(function (list) {
+    for (var i = 0; i < list.length; i++) {
+      var d = list[i];
+      d.in = asText(d.in);
+      d.co = asText(d.co);
+      d.an = d.an === undefined ? "" : asText(d.an);
+      d.bo = d.bs ? d.co : asText(d.bo);
+    }
     details = list;
     root.setAttribute("data-details", "loaded");
     if (state.q) { buildHaystacks(); }

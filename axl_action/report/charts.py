@@ -155,10 +155,10 @@ def cost_breakdown(
         ("c-unknown", "unknown ops"),
     ]
     for k, (cls, name) in enumerate(legend):
-        x = pad_l + k * 100
+        lx = pad_l + k * 100
         fill = ' fill="url(#hatch)"' if cls == "c-unknown" else ""
-        parts.append(f'<rect x="{x}" y="4" width="10" height="10" class="{cls}"{fill}/>')
-        parts.append(f'<text x="{x + 14}" y="13" {_FONT} class="c-label">{name}</text>')
+        parts.append(f'<rect x="{lx}" y="4" width="10" height="10" class="{cls}"{fill}/>')
+        parts.append(f'<text x="{lx + 14}" y="13" {_FONT} class="c-label">{name}</text>')
     for k, (label, breakdown, settled, unknown) in enumerate(sides):
         y = 26 + k * row_h
         parts.append(

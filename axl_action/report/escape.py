@@ -148,11 +148,35 @@ _JSON_SCRIPT_ESCAPES = {
 _JSON_SCRIPT_RE = re.compile("[<>&\u2028\u2029]")
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps_finite(data: Any) -> str:
+    """Compact JSON; NaN and infinities (which JSON cannot carry) become null."""
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        return json.dumps(
+            _finite(data), ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str
+        )
+
+
 def json_for_script(data: Any) -> str:
     """JSON safe to place inside ``<script type="application/json">`` (Lighthouse pattern).
 
     These characters can only occur inside JSON strings, where ``\\uXXXX`` is an equivalent
     spelling, so ``</script>`` and ``<!--`` can never appear in the element's text.
     """
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return script_safe(dumps_finite(data))
+
+
+def script_safe(raw: str) -> str:
+    """Rewrite ``<``, ``>``, ``&``, U+2028 and U+2029 in JSON text as ``\\uXXXX`` escapes."""
     return _JSON_SCRIPT_RE.sub(lambda m: _JSON_SCRIPT_ESCAPES[m.group(0)], raw)

@@ -31,7 +31,7 @@ def _link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
 def _untrusted() -> MarkdownIt:
     md = MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False})
     md.disable("image")
-    md.validateLink = _validate_link
+    md.validateLink = _validate_link  # type: ignore[method-assign]
     md.add_render_rule("link_open", _link_open)
     return md
 
@@ -42,7 +42,7 @@ def _trusted() -> MarkdownIt:
     # parts inside it were escaped when the comment was rendered.
     md = MarkdownIt("gfm-like", {"html": True, "linkify": False})
     md.disable("image")
-    md.validateLink = _validate_link
+    md.validateLink = _validate_link  # type: ignore[method-assign]
     md.add_render_rule("link_open", _link_open)
     return md
 
