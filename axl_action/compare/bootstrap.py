@@ -29,7 +29,7 @@ DEFAULT_RESAMPLES = 1000
 DEFAULT_ALPHA = 0.05
 
 # Positions drawn per block: bounds the working memory (~8 bytes x a few arrays x this).
-_BLOCK_POSITIONS = 1 << 22
+_BLOCK_POSITIONS = 1 << 21
 # Integer index arithmetic is exact while u * n < 2**53 (see _indices).
 _EXACT_INT_LIMIT = 1 << 21
 

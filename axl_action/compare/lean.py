@@ -25,28 +25,46 @@ from axl_action.schema import EvalItem, EvalResult, ResultFile, parse_result_dat
 _HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 
 
-_TEMPLATE = EvalItem.model_construct()
+_PRIVATE = EvalItem.model_construct().__pydantic_private__
+_FIELDS_SETS: dict[tuple[bool, bool, bool], frozenset[str]] = {}
 
 
 def _slim_item(raw: Any, source: str, where: str) -> EvalItem:
+    """An ``EvalItem`` holding only input, error, outcome (scores live in the columns).
+
+    Built by hand: ``model_construct`` resolves every field default through ``inspect`` and
+    costs ~100x more; and a full ``__dict__`` of defaults per item is most of the memory.
+    Reading any other field of a slim item raises ``AttributeError``.
+    """
     if not isinstance(raw, dict):
         raise ResultFileError(
             f"{source} is not a valid axl-eval result: {where} is not an object", hint=_HINT
         )
-    # Built by hand: model_construct resolves every field default through inspect and costs
-    # ~100x more, which for 100,000 items is most of the load time.
-    values = dict(_TEMPLATE.__dict__)
-    values["input"] = raw.get("input")
-    values["error"] = raw.get("error")
-    values["outcome"] = raw.get("outcome")
+    present = ("input" in raw, "error" in raw, "outcome" in raw)
+    fields_set = _FIELDS_SETS.get(present)
+    if fields_set is None:
+        names = ("input", "error", "outcome")
+        fields_set = _FIELDS_SETS[present] = frozenset(n for n, p in zip(names, present, strict=True) if p)
     item = EvalItem.__new__(EvalItem)
-    object.__setattr__(item, "__dict__", values)
-    object.__setattr__(
-        item, "__pydantic_fields_set__", {k for k in ("input", "error", "outcome") if k in raw}
+    _set = object.__setattr__
+    _set(
+        item,
+        "__dict__",
+        {
+            "input": raw.get("input"),
+            "error": raw.get("error"),
+            "outcome": raw.get("outcome"),
+            "scores": _NO_SCORES,
+            "score_details": None,
+        },
     )
-    object.__setattr__(item, "__pydantic_extra__", None)
-    object.__setattr__(item, "__pydantic_private__", dict(_TEMPLATE.__pydantic_private__ or {}))
+    _set(item, "__pydantic_fields_set__", fields_set)
+    _set(item, "__pydantic_extra__", None)
+    _set(item, "__pydantic_private__", dict(_PRIVATE) if _PRIVATE else None)
     return item
+
+
+_NO_SCORES: dict[str, float | None] = {}
 
 
 def _lean_result(raw: dict[str, Any], source: str, prefix: str) -> EvalResult:

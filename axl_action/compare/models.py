@@ -35,6 +35,9 @@ comparison cannot be trusted enough to judge (exit 1, printed as "Refusing to ga
 worth reading, never changes the exit code. ``skipped``: not enabled or nothing to check."""
 
 
+_FIELD_NAMES: dict[type[BaseModel], frozenset[str]] = {}
+
+
 class OutputModel(BaseModel):
     """Base: snake_case in Python, camelCase on the wire; ``None`` means absent unless listed."""
 
@@ -47,17 +50,22 @@ class OutputModel(BaseModel):
     def fast(cls, **values: Any) -> Self:
         """Build without validation from a value for *every* field (hot loops only).
 
-        ``model_construct`` resolves each default through ``inspect`` and is ~50x slower;
-        a large comparison creates hundreds of thousands of item changes.
+        ``model_construct`` resolves each default through ``inspect`` and is ~50x slower, and a
+        large comparison creates hundreds of thousands of item changes. The fields-set is one
+        shared frozenset (these objects are read, not mutated: assigning to a field of one
+        raises instead of leaking into the others).
         """
-        missing = cls.model_fields.keys() - values.keys()
-        if missing:
-            raise TypeError(f"{cls.__name__}.fast() needs every field; missing {sorted(missing)}")
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
+        if len(values) != len(names):
+            raise TypeError(f"{cls.__name__}.fast() needs every field; got {sorted(values)}")
         obj = cls.__new__(cls)
-        object.__setattr__(obj, "__dict__", values)
-        object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-        object.__setattr__(obj, "__pydantic_extra__", None)
-        object.__setattr__(obj, "__pydantic_private__", None)
+        _set = object.__setattr__
+        _set(obj, "__dict__", values)
+        _set(obj, "__pydantic_fields_set__", names)
+        _set(obj, "__pydantic_extra__", None)
+        _set(obj, "__pydantic_private__", None)
         return obj
 
     def to_wire(self) -> dict[str, Any]:
