@@ -26,11 +26,19 @@ from axl_action.github.client import GitHubClient
 from axl_action.github.event import load_context
 from axl_action.github.workflow_commands import WorkflowCommands
 
+_WITHHELD = frozenset({"ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"})
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the action with ``os.environ``; returns the process exit code."""
     del argv  # the runner passes inputs as INPUT_* variables, never as arguments
-    return run(dict(os.environ))
+    env = dict(os.environ)
+    # Eval files run in this process: they get the provider keys they need, but neither the
+    # GitHub token nor the artifact-service token, which only this module hands to the clients.
+    for key in list(os.environ):
+        if key in _WITHHELD or key.upper().replace("-", "_") == "INPUT_GITHUB_TOKEN":
+            del os.environ[key]
+    return run(env)
 
 
 def run(env: Mapping[str, str]) -> int:
@@ -80,7 +88,7 @@ def run(env: Mapping[str, str]) -> int:
             title="Artifacts unavailable",
         )
 
-    child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_")}
+    child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in _WITHHELD}
     try:
         outcome = run_action(
             settings,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -279,3 +280,30 @@ def test_shard_leg_defers_gates_but_fails_when_its_slice_cannot_be_uploaded(tmp_
     assert cmds.of("notice")[0][0] == "Shard gates deferred to the merge job"
     outcome, _ = _run(tmp_path, settings, _ctx(), _evals_from(BAD), uploader=None)
     assert outcome.exit_code == 1 and outcome.problems[0].startswith("shard artifact")
+
+
+def test_merge_group_compares_without_a_comment(tmp_path: Path) -> None:
+    cm = FakeCommenter()
+    ctx = _ctx("merge_group", "refs/heads/gh-readonly-queue/main/pr-7-abc")
+    outcome, cmds = _run(tmp_path, read_settings({"INPUT_EVALS": "e/"}), ctx, _evals_from(GOOD), commenter=cm)
+    assert outcome.mode == "compare" and outcome.exit_code == 0
+    assert cm.calls == [] and cmds.of("summary")
+
+
+def test_eval_code_never_sees_the_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from axl_action.action import entrypoint
+
+    seen: dict[str, str] = {}
+
+    def fake_run(env: Mapping[str, str]) -> int:
+        seen.update(os.environ)
+        assert env["INPUT_GITHUB-TOKEN"] == "ghs_secret" and env["ACTIONS_RUNTIME_TOKEN"] == "jwt"
+        return 0
+
+    monkeypatch.setenv("INPUT_GITHUB-TOKEN", "ghs_secret")
+    monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", "jwt")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-kept")
+    monkeypatch.setattr(entrypoint, "run", fake_run)
+    assert entrypoint.main() == 0
+    assert "INPUT_GITHUB-TOKEN" not in seen and "ACTIONS_RUNTIME_TOKEN" not in seen
+    assert seen["OPENAI_API_KEY"] == "sk-kept"
