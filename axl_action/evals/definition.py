@@ -99,9 +99,13 @@ def validate_definition(defn: object) -> str | None:
         return f"does not export a valid eval config (missing {', '.join(missing)})."
     if not isinstance(defn.workflow, str):
         return f"exports a non-string workflow (got {type(defn.workflow).__name__}); it is the eval's label."
-    if not isinstance(defn.dataset, Dataset):
+    dataset = defn.dataset
+    if not callable(getattr(dataset, "get_items", None)) or not isinstance(
+        getattr(dataset, "name", None), str
+    ):
         return (
-            f"exports a non-dataset dataset (got {type(defn.dataset).__name__}); use the dataset() factory."
+            f"exports a dataset without a name and a get_items() method (got {type(dataset).__name__}); "
+            "use the dataset() factory."
         )
     if not isinstance(defn.scorers, list) or not defn.scorers:
         return "exports an empty scorers list; at least one scorer is required."

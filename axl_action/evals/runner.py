@@ -205,7 +205,7 @@ def execute_eval(
     metadata: dict[str, Any] = json_safe(dict(definition.metadata))
     metadata["scorerTypes"] = scorer_types
     metadata.update(build_metadata_rollups(items, definition.workflow))
-    dropped = definition.dataset.dropped_annotation_keys
+    dropped = list(getattr(definition.dataset, "dropped_annotation_keys", None) or [])
     if dropped:
         metadata["droppedAnnotationKeys"] = dropped
     metadata["fingerprint"] = _fingerprint(dataset_items, scorers, scorer_types)

@@ -348,3 +348,22 @@ def test_async_workflows_are_measured() -> None:
     assert [i["outcome"] for i in result["items"]] == ["completed"] * 6
     assert result["totalCost"] == pytest.approx(0.012)
     assert result["summary"]["scorers"]["exact"]["mean"] == 1
+
+
+def test_a_hand_rolled_dataset_works() -> None:
+    from axl_action.evals.definition import validate_definition
+
+    class Numbers:
+        name = "numbers"
+
+        def get_items(self) -> list[dict[str, Any]]:
+            return [{"input": {"n": 1}, "annotations": {"want": 2}}]
+
+    defn = define_eval("wf", Numbers(), [EXACT], lambda i, rt: {"output": i["n"] * 2})  # type: ignore[arg-type]
+    assert validate_definition(defn) is None
+    result = execute_eval(defn, Runtime())
+    assert result["dataset"] == "numbers" and result["summary"]["scorers"]["exact"]["mean"] == 1
+    assert "droppedAnnotationKeys" not in result["metadata"]
+    assert "without a name and a get_items() method" in str(
+        validate_definition(define_eval("w", object(), [EXACT]))
+    )  # type: ignore[arg-type]
