@@ -377,11 +377,14 @@ class _Flow:
         path.write_text(html, encoding="utf-8")
         self.outputs.report_path = str(path)
         if self.uploader is not None:
-            self.uploader.upload(
+            uploaded = self.uploader.upload(
                 artifact_name(self.s.report_artifact, self.s.suite),
                 {"report.html": html.encode("utf-8")},
                 overwrite=True,
             )
+            if self.ctx.run_url:
+                # The comment and summary, rendered after this, link straight to the artifact.
+                report_ctx.links.report_url = f"{self.ctx.run_url}/artifacts/{uploaded.id}"
 
     def _publish_baseline(self, candidate: ResultFile, failed: bool) -> None:
         name = artifact_name(self.s.baseline_artifact, self.s.suite)

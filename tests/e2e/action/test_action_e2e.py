@@ -257,6 +257,8 @@ def test_pr_compares_with_the_baseline_and_keeps_one_sticky_comment(h: Harness) 
     body = comments[0].body
     assert f"head-sha {head}" in body and 'suite="default"' in body
     assert h.main[-1][:7] in body, "the comment names the baseline commit"
+    [report] = h.artifacts("axl-eval-report", run)
+    assert f"https://github.com/{h.repo.full_name}/actions/runs/{run.id}/artifacts/{report.id}" in body
     assert (
         first.outputs["comment-url"]
         == f"https://github.com/{h.repo.full_name}/pull/7#issuecomment-{comments[0].id}"
