@@ -147,7 +147,7 @@ def _item_changes(
         skip |= ra.errored[b_idx]
     for ra in c_runs:
         skip |= ra.errored[c_idx]
-    b_ref = b_runs[0].result
+    inputs = [item.input for item in b_runs[0].result.items]
     key_mode = al.mode == "key"
     found: list[tuple[int, int, ItemChange, bool]] = []
     for order, name in enumerate(names):
@@ -176,7 +176,7 @@ def _item_changes(
             # dominate the run time of a large comparison.
             change = ItemChange.fast(
                 item_index=bi,
-                input=b_ref.items[bi].input,
+                input=inputs[bi],
                 scorer=name,
                 baseline_score=b_score,
                 candidate_score=c_score,
