@@ -23,7 +23,7 @@ from axl_action.report.markdown import untrusted_markdown_to_html
 GFM = MarkdownIt("gfm-like", {"html": True, "linkify": False})
 HOSTILE = st.lists(
     st.sampled_from(
-        list("<>&|`*_[]()!#@~\\-+=.:/\"' \n\tabcxyz019") + ["<!--", "-->", "javascript:", "@u", "#1"]
+        [*list("<>&|`*_[]()!#@~\\-+=.:/\"' \n\tabcxyz019"), "<!--", "-->", "javascript:", "@u", "#1"]
     ),
     max_size=40,
 ).map("".join)
