@@ -209,7 +209,9 @@ def execute_eval(
     if dropped:
         metadata["droppedAnnotationKeys"] = dropped
     metadata["fingerprint"] = _fingerprint(dataset_items, scorers, scorer_types)
-    pricing_version = _pricing_version(runtime) if instrumented else None
+    # Only a run that made measured calls was priced (and then the table is already loaded).
+    priced = instrumented and accounting["operations"]["total"] > 0
+    pricing_version = _pricing_version(runtime) if priced else None
     if pricing_version:
         metadata["fingerprint"]["pricingVersion"] = pricing_version
     if shard is not None:

@@ -73,6 +73,8 @@ def test_completed_items_carry_measured_cost_timing_and_metadata() -> None:
         "summary",
     ]
     assert result["summary"]["scorers"]["exact"]["mean"] == 1
+    assert result["metadata"]["fingerprint"]["pricingVersion"]  # priced calls were made
+    assert "pricingVersion" not in run(lambda i, rt: {"output": 0}, n=1)["metadata"]["fingerprint"]
 
 
 def test_failed_item_keeps_spend_timing_and_a_provider_failure() -> None:
