@@ -132,7 +132,7 @@ def test_summary_appends_and_guards_the_limit(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") == "# earlier step content\n## Results\n"
     left = wc.summary_bytes_left()
     assert left == MAX_SUMMARY_BYTES - len(path.read_bytes())
-    with pytest.raises(SummaryTooLargeError, match="1048576-byte limit"):
+    with pytest.raises(SummaryTooLargeError, match="over the 1048576-byte limit"):
         wc.append_summary("é" * (left // 2 + 1))  # 2 bytes each in UTF-8
     assert path.read_text(encoding="utf-8").endswith("## Results\n")  # nothing half-written
     wc.append_summary("x" * (left))
