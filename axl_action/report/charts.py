@@ -10,6 +10,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+import numpy as np
+
 from axl_action.report.formatting import signed, usd
 from axl_action.report.models import ScorerRow
 
@@ -30,13 +32,10 @@ def _svg(width: int, height: int, label: str, body: str) -> str:
 
 def histogram(values: Sequence[float], bins: int = 10) -> list[int]:
     """Counts of scores in ``bins`` equal bins over [0, 1] (1.0 falls in the last bin)."""
-    counts = [0] * bins
-    for v in values:
-        if v is None or not math.isfinite(v):
-            continue
-        idx = min(bins - 1, max(0, int(v * bins)))
-        counts[idx] += 1
-    return counts
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    idx = np.clip((arr * bins).astype(np.int64), 0, bins - 1)
+    return [int(n) for n in np.bincount(idx, minlength=bins)]
 
 
 def score_distribution(
