@@ -552,6 +552,7 @@ def build_report_context(
         scorer_errors=errors,
         scorer_error_items=error_items,
         accounting=_accounting_panel(cand),
+        run_metadata=truncate(display_text(cand.metadata), 8000),
         links=Links(
             run_url=_safe_url(info.run_url),
             report_url=_safe_url(info.report_url),

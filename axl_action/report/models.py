@@ -345,6 +345,8 @@ class ReportContext(_Model):
     """Items with at least one scorer error."""
     accounting: AccountingPanel | None = None
     """Candidate accounting details."""
+    run_metadata: str = ""
+    """The candidate's ``metadata`` as pretty JSON, shortened (untrusted)."""
     links: Links = Field(default_factory=Links)
     """Run and report links."""
     generated_at: str | None = None

@@ -163,6 +163,8 @@ def test_hostile_text_never_executes(open_report: Any) -> None:
         page.evaluate(f"location.hash = '#item={i}'")
         page.wait_for_timeout(50)
     page.click("details.item summary >> nth=1")
+    page.click("#metadata summary")
+    assert XSS[:40] in page.inner_text("#metadata")
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert w.dialogs == []
     assert w.requests == [w.file_url]
