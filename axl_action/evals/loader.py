@@ -81,10 +81,13 @@ def _import(path: Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise EvalDefinitionError(f"{path}: not an importable Python file", hint="eval files end in .py")
     module = importlib.util.module_from_spec(spec)
-    # Eval files import their sibling modules (the workflow, helpers) by plain name.
+    # Eval files import their sibling modules (the workflow, helpers) by plain name; the
+    # file's folder goes first so that its own helpers win over same-named ones elsewhere.
     folder = str(path.parent.resolve())
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    if folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+    before = set(sys.modules)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
@@ -103,7 +106,25 @@ def _import(path: Path) -> ModuleType:
         raise EvalDefinitionError(
             f"{path}{where}: importing the eval file failed: {type(exc).__name__}: {exc}"
         ) from None
+    _forget_siblings(before, folder)
     return module
+
+
+def _forget_siblings(before: set[str], folder: str) -> None:
+    """Drop newly imported modules that live next to the eval file from ``sys.modules``.
+
+    The eval module keeps its references; dropping the cache entries means the next eval
+    file's ``import workflow`` loads *its* ``workflow.py``, not this one's.
+    """
+    prefix = folder.rstrip("/") + "/"
+    for key in set(sys.modules) - before:
+        file = getattr(sys.modules.get(key), "__file__", None)
+        if (
+            isinstance(file, str)
+            and str(Path(file).resolve()).startswith(prefix)
+            and not key.startswith("axl_eval_file_")
+        ):
+            sys.modules.pop(key, None)
 
 
 def _innermost_line(exc: BaseException, path: Path) -> str:

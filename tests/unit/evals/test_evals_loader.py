@@ -152,3 +152,20 @@ def test_expand_paths(tmp_path: Path) -> None:
         expand_paths([str(empty)])
     with pytest.raises(EvalDefinitionError, match="matched no files"):
         expand_paths([str(tmp_path / "*.nothing")])
+
+
+def test_same_named_helpers_in_two_folders_do_not_collide(tmp_path: Path) -> None:
+    loaded = []
+    for name, value in (("one", 1), ("two", 2)):
+        folder = tmp_path / name
+        folder.mkdir()
+        write(folder, "workflow.py", f"VALUE = {value}\n")
+        path = write(
+            folder,
+            "x_eval.py",
+            HEADER + "import workflow\n"
+            f'eval = define_eval("wf", {DS}, [scorer("s", lambda o: 1)], lambda i, rt: {{"output": workflow.VALUE}})\n',
+        )
+        [item] = load_eval_file(path)
+        loaded.append(item)
+    assert [x.execute_workflow(0, None) for x in loaded] == [{"output": 1}, {"output": 2}]
