@@ -243,7 +243,7 @@ def render_summary(ctx: ReportContext, *, limit_bytes: int = SUMMARY_LIMIT_BYTES
         "the job summary",
     )
     if _utf8_len(text) > limit_bytes:
-        text = _hard_cut(text, ctx.marker, limit_bytes, _utf8_len)
+        text = _hard_cut(text, "", limit_bytes, _utf8_len)
     return text
 
 

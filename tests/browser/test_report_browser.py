@@ -111,7 +111,7 @@ def test_sort_and_deep_link(open_report: Any, case: Any) -> None:
     assert page2.locator('button.chip[data-chip="changed"]').get_attribute("aria-pressed") == "true"
     item = url.split("item=")[1].split("&")[0]
     assert page2.inner_text("#item-detail h3") == f"Item {item}"
-    assert w2.requests == [w2.file_url]
+    assert w2.requests == [w2.file_url] and w.errors == [] and w2.errors == []
 
 
 def test_word_and_json_diff(open_report: Any, case: Any) -> None:
@@ -166,7 +166,7 @@ def test_hostile_text_never_executes(open_report: Any) -> None:
     page.click("#metadata summary")
     assert XSS[:40] in page.inner_text("#metadata")
     assert page.evaluate("typeof window.__pwned") == "undefined"
-    assert w.dialogs == []
+    assert w.dialogs == [] and w.errors == []
     assert w.requests == [w.file_url]
     assert page.locator("img").count() == 0
     assert XSS[:30] in page.inner_text("#item-detail")

@@ -105,6 +105,13 @@ def test_comment_trims_in_steps_and_says_so(small_case: Case) -> None:
     assert text.rstrip().endswith(comment_marker("qa/main"))
 
 
+def test_summary_hard_cut_has_no_marker(small_case: Case) -> None:
+    text = render_summary(small_case.ctx, limit_bytes=1200)
+    assert len(text.encode("utf-8")) <= 1200
+    assert "<!-- axl-eval-action" not in text
+    assert "cut to fit the size limit" in text
+
+
 def test_comment_hard_cut_keeps_marker(small_case: Case) -> None:
     text = render_comment(small_case.ctx, limit=1500)
     assert len(text) <= 1500
