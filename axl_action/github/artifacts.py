@@ -261,8 +261,11 @@ def list_workflow_runs(
     for key, value in (("branch", branch), ("event", event), ("status", status)):
         if value:
             params[key] = value
+    hint = ACTIONS_READ_HINT
+    if workflow:
+        hint = f"is there a workflow file named {workflow!r} in {repo}? If so, {ACTIONS_READ_HINT}"
     items = client.paginate(
-        path, params, items_key="workflow_runs", max_items=max_items, permission_hint=ACTIONS_READ_HINT
+        path, params, items_key="workflow_runs", max_items=max_items, permission_hint=hint
     )
     runs = [WorkflowRunInfo.from_api(r) for r in items]
     return sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True)

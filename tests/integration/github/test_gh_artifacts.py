@@ -228,3 +228,16 @@ def test_list_run_artifacts(world: World) -> None:
         NAME,
         "axl-eval-comment",
     }
+
+
+def test_unknown_workflow_file_says_so(world: World) -> None:
+    with pytest.raises(GitHubPermissionError, match=r"workflow file named 'nope\.yml'"):
+        world.find(workflow="nope.yml")
+
+
+def test_baseline_restricted_to_one_workflow_file(world: World) -> None:
+    other = world.gh.add_run(world.repo, head_sha=world.main[5], workflow_path=".github/workflows/other.yml")
+    world.gh.add_artifact(other, NAME, {"results.json": b"{}"}, created_at=T0 + timedelta(days=2))
+    choice = world.find(workflow="evals.yml")
+    assert isinstance(choice, BaselineChoice) and choice.run_id != other.id
+    assert any(s.run_id == other.id and "evals.yml" in s.reason for s in choice.skipped)
