@@ -405,7 +405,11 @@ def _accounting_panel(candidate: EvalResult) -> AccountingPanel:
     fp = candidate.metadata.get("fingerprint")
     pricing = fp.get("pricingVersion") if isinstance(fp, Mapping) else None
     budget = _strip(format_budget_line(acc.to_wire()), "Budget:")
-    usage = {k: v for k, v in acc.usage.to_wire().items() if isinstance(v, int | float) and v}
+    usage = {
+        name.replace("_", " "): value
+        for name, value in acc.usage.model_dump().items()
+        if isinstance(value, int | float) and value
+    }
     return AccountingPanel(
         completeness=acc.completeness,
         reasons=dict(acc.reasons),
