@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import os
 import secrets
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,13 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from axl_action.compare.prng import Xorshift32Stream, apply_jump, jump_columns, seed_state
+from axl_action.compare.prng import ChunkedStream, apply_jump, jump_columns, seed_state
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_ALPHA = 0.05
 
-# Positions drawn per block: bounds the working memory (~8 bytes x a few arrays x this).
-_BLOCK_POSITIONS = 1 << 21
+# Draws per chunk: sized so the chunk's index and value buffers stay in the CPU cache.
+_CHUNK = 1 << 19
+_LANE_STEPS = 32
 # Integer index arithmetic is exact while u * n < 2**53 (see _indices).
 _EXACT_INT_LIMIT = 1 << 21
 
@@ -69,23 +69,61 @@ def _indices_into(raw: npt.NDArray[np.uint32], n: int, work: npt.NDArray[np.uint
     return scaled.astype(np.intp)
 
 
-class _Worker(threading.local):
-    """Per-thread generator and buffers (fresh buffers of this size cost more in page faults
-    than the arithmetic does, so each thread keeps its own across blocks)."""
-
-    def __init__(self) -> None:
-        self.stream = Xorshift32Stream(1)
-        self.size = 0
-        self.raw = np.empty(0, dtype=np.uint32)
-        self.work = np.empty(0, dtype=np.uint64)
-        self.drawn = np.empty(0, dtype=np.float64)
-
-    def ensure(self, size: int) -> None:
-        if self.size < size:
-            self.size = size
-            self.raw = np.empty(size, dtype=np.uint32)
-            self.work = np.empty(size, dtype=np.uint64)
-            self.drawn = np.empty(size, dtype=np.float64)
+def _draw_range(
+    samples: Sequence[npt.NDArray[np.float64]],
+    outputs: list[npt.NDArray[np.float64]],
+    first: int,
+    last: int,
+    state: int,
+) -> None:
+    """Resample means ``first..last-1`` of every sample; ``state`` = the stream state before
+    draw ``first * n``. Works in cache-sized chunks; a resample may span chunks, its running
+    sum carried over, so every sum is still the strict left-to-right one."""
+    n = len(samples[0])
+    total = (last - first) * n
+    stream = ChunkedStream(state, _CHUNK, _LANE_STEPS)
+    chunk = stream.chunk
+    raw = np.empty(chunk, dtype=np.uint32)
+    work = np.empty(chunk, dtype=np.uint64)
+    # drawn[0] is scratch: it takes the carried sum in front of the chunk's first draws.
+    drawn = [np.empty(chunk + 1, dtype=np.float64) for _ in samples]
+    carry = [0.0] * len(samples)
+    filled = 0  # draws of the current resample already summed
+    r = first
+    done = 0
+    while done < total:
+        stream.next_chunk(raw)
+        m = min(chunk, total - done)
+        idx = _indices_into(raw[:m], n, work)
+        for k, sample in enumerate(samples):
+            np.take(sample, idx, out=drawn[k][1 : m + 1])
+        i = 0
+        while i < m:
+            if filled == 0 and m - i >= n:
+                # Whole resamples: one accumulate over a (rows, n) view.
+                rows = (m - i) // n
+                for k in range(len(samples)):
+                    block = drawn[k][1 + i : 1 + i + rows * n].reshape(rows, n)
+                    np.add.accumulate(block, axis=1, out=block)
+                    outputs[k][r : r + rows] = block[:, -1] / n
+                r += rows
+                i += rows * n
+                continue
+            take = min(n - filled, m - i)
+            for k in range(len(samples)):
+                seg = drawn[k][i : i + take + 1]
+                seg[0] = carry[k]
+                np.add.accumulate(seg, out=seg)
+                carry[k] = float(seg[-1])
+            filled += take
+            i += take
+            if filled == n:
+                for k in range(len(samples)):
+                    outputs[k][r] = carry[k] / n
+                    carry[k] = 0.0
+                r += 1
+                filled = 0
+        done += m
 
 
 def resample_means_many(
@@ -99,42 +137,31 @@ def resample_means_many(
 
     Every sample sees the same index draws, so each result equals what
     ``pairedBootstrapCI(sample, {seed})`` computes on its own; the draws are made once.
-    Resample blocks are independent stretches of the stream (their start states are jumps
-    ahead), so they run on worker threads; numpy releases the GIL for the heavy parts.
+    With several workers the resamples are split into contiguous ranges, each starting at
+    its own jump-ahead state; numpy releases the GIL for the heavy parts.
     """
     n = len(samples[0])
     if any(len(s) != n for s in samples):
         raise ValueError("resample_means_many needs samples of equal length")
     outputs = [np.empty(n_resamples, dtype=np.float64) for _ in samples]
-    per_block = min(n_resamples, max(1, _BLOCK_POSITIONS // n))
-    blocks = -(-n_resamples // per_block)
-    # Start state of block b = the state after b * per_block * n draws.
-    jump_block = jump_columns(per_block * n)
-    starts = [seed_state(seed)]
-    for _ in range(blocks - 1):
-        starts.append(apply_jump(jump_block, starts[-1]))
-    local = _Worker()
-
-    def run(block: int) -> None:
-        first = block * per_block
-        rows = min(per_block, n_resamples - first)
-        size = rows * n
-        local.ensure(size)
-        local.stream.reset(starts[block])
-        idx = _indices_into(local.stream.take(size, local.raw), n, local.work)
-        for sample, out in zip(samples, outputs, strict=True):
-            drawn = np.take(sample, idx, out=local.drawn[:size]).reshape(rows, n)
-            # add.accumulate is strictly sequential (np.sum would sum pairwise).
-            np.add.accumulate(drawn, axis=1, out=drawn)
-            out[first : first + rows] = drawn[:, -1] / n
-
     threads = workers if workers is not None else min(2, os.cpu_count() or 1)
-    if threads <= 1 or blocks == 1:
-        for b in range(blocks):
-            run(b)
+    # Threads only pay off for enough draws; ranges are whole resamples.
+    if n * n_resamples < 4 * _CHUNK:
+        threads = 1
+    threads = max(1, min(threads, n_resamples))
+    bounds = [n_resamples * t // threads for t in range(threads + 1)]
+    start = seed_state(seed)
+    states = [start if b == 0 else apply_jump(jump_columns(b * n), start) for b in bounds[:-1]]
+    if threads == 1:
+        _draw_range(samples, outputs, 0, n_resamples, start)
     else:
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(run, range(blocks)))
+            futures = [
+                pool.submit(_draw_range, samples, outputs, bounds[t], bounds[t + 1], states[t])
+                for t in range(threads)
+            ]
+            for f in futures:
+                f.result()
     return outputs
 
 

@@ -191,3 +191,37 @@ class Xorshift32Stream:
             out[full * lane_steps :] = block[:rest, full]
         self._state = int(out[-1])
         return out
+
+
+class ChunkedStream:
+    """The reference stream in fixed-size chunks, for the bootstrap's cache-sized pipeline.
+
+    Each chunk of ``chunk`` outputs is produced by ``chunk // lane_steps`` lanes stepped
+    ``lane_steps`` times; the lanes of the next chunk are the current lanes jumped ahead by
+    ``chunk`` steps (one table lookup per lane), so no per-chunk set-up is repeated.
+    """
+
+    def __init__(self, state: int, chunk: int = 1 << 19, lane_steps: int = 32) -> None:
+        if chunk % lane_steps:
+            raise ValueError("chunk must be a multiple of lane_steps")
+        self.chunk = chunk
+        self._steps = lane_steps
+        lanes = chunk // lane_steps
+        starts = np.array([state & _MASK], dtype=np.uint32)
+        span = lane_steps
+        while len(starts) < lanes:
+            starts = np.concatenate([starts, _apply_vec(jump_tables(span), starts)])
+            span *= 2
+        self._starts = starts[:lanes].copy()
+        self._jump = jump_tables(chunk)
+        self._block = np.empty((lane_steps, lanes), dtype=np.uint32)
+
+    def next_chunk(self, out: U32) -> None:
+        """Write the next ``chunk`` outputs into ``out`` (length >= chunk)."""
+        x = self._starts.copy()
+        block = self._block
+        for s in range(self._steps):
+            _step_vec(x)
+            block[s] = x
+        out[: self.chunk].reshape(-1, self._steps)[...] = block.T
+        self._starts = _apply_vec(self._jump, self._starts)

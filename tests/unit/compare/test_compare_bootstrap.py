@@ -105,7 +105,7 @@ def test_many_equals_separate_calls_and_threads_do_not_change_values() -> None:
 def test_blocks_and_threads_give_the_same_resample_means(monkeypatch: pytest.MonkeyPatch) -> None:
     d = np.round(np.random.default_rng(3).normal(0, 1, 1000), 3)
     whole = resample_means_many([d], 200, 17, workers=1)[0]
-    monkeypatch.setattr(bootstrap, "_BLOCK_POSITIONS", 5000)  # 5 resamples per block, 40 blocks
+    monkeypatch.setattr(bootstrap, "_CHUNK", 3200)  # resamples of 1,000 draws straddle chunks
     one = resample_means_many([d], 200, 17, workers=1)[0]
     two = resample_means_many([d], 200, 17, workers=2)[0]
     assert np.array_equal(whole, one)
@@ -117,3 +117,23 @@ def test_blocks_and_threads_give_the_same_resample_means(monkeypatch: pytest.Mon
         for u in values[r * 1000 : (r + 1) * 1000]:
             total += d[int(u * 1000)]
         assert one[r] == total / 1000
+
+
+@pytest.mark.parametrize("chunk", [32, 96, 64 * 32])
+def test_chunked_stream_equals_the_scalar_generator(chunk: int) -> None:
+    stream = prng.ChunkedStream(prng.seed_state(42), chunk=chunk, lane_steps=32)
+    out = np.empty(chunk, dtype=np.uint32)
+    got: list[float] = []
+    for _ in range(3):
+        stream.next_chunk(out)
+        got.extend((out / 2**32).tolist())
+    assert got == prng.stream(42, 3 * chunk)
+
+
+@pytest.mark.parametrize("n", [2, 7, 3200, 5000])
+def test_small_chunks_keep_every_resample_sum_sequential(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    d = np.round(np.random.default_rng(n).normal(0, 1, n), 3)
+    reference = resample_means_many([d], 12, 9, workers=1)[0]
+    monkeypatch.setattr(bootstrap, "_CHUNK", 64)
+    assert np.array_equal(resample_means_many([d], 12, 9, workers=1)[0], reference)
+    assert np.array_equal(resample_means_many([d], 12, 9, workers=3)[0], reference)
