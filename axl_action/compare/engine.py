@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from axl_action.compare.alignment import Alignment, align
-from axl_action.compare.arrays import F64, RunArrays, SampleCounts, run_arrays
+from axl_action.compare.arrays import F64, Bools, RunArrays, SampleCounts, run_arrays
 from axl_action.compare.bootstrap import DEFAULT_ALPHA, DEFAULT_RESAMPLES, bootstrap_many, random_seed
 from axl_action.compare.compatibility import check_compatibility
 from axl_action.compare.cost import compare_cost
@@ -149,7 +150,7 @@ def _item_changes(
         skip |= ra.errored[c_idx]
     inputs = [item.input for item in b_runs[0].result.items]
     key_mode = al.mode == "key"
-    found: list[tuple[int, int, ItemChange, bool]] = []
+    parts: list[tuple[npt.NDArray[np.intp], int, F64, F64, F64, Bools]] = []
     for order, name in enumerate(names):
         b_avg, b_ok = _run_average([ra.scores[name][b_idx] for ra in b_runs])
         c_avg, c_ok = _run_average([ra.scores[name][c_idx] for ra in c_runs])
@@ -161,33 +162,43 @@ def _item_changes(
             worse = use & (delta < -t)
             better = use & ~worse & (delta > t)
         picked = np.flatnonzero(worse | better)
-        rows = zip(
-            b_idx[picked].tolist(),
-            c_idx[picked].tolist(),
-            _r3(b_avg[picked]).tolist(),
-            _r3(c_avg[picked]).tolist(),
-            delta[picked].tolist(),
-            worse[picked].tolist(),
-            picked.tolist(),
-            strict=True,
+        parts.append((picked, order, _r3(b_avg[picked]), _r3(c_avg[picked]), delta[picked], worse[picked]))
+    if not parts:
+        return [], []
+    pos = np.concatenate([p[0] for p in parts])
+    scorer = np.concatenate([np.full(len(p[0]), p[1], dtype=np.intp) for p in parts])
+    # Ordered by item index, then scorer (spec §2.9); positions follow the baseline order.
+    order_ = np.lexsort((scorer, b_idx[pos]))
+    pos, scorer = pos[order_], scorer[order_]
+    rows = zip(
+        b_idx[pos].tolist(),
+        c_idx[pos].tolist(),
+        scorer.tolist(),
+        np.concatenate([p[2] for p in parts])[order_].tolist(),
+        np.concatenate([p[3] for p in parts])[order_].tolist(),
+        np.concatenate([p[4] for p in parts])[order_].tolist(),
+        np.concatenate([p[5] for p in parts])[order_].tolist(),
+        pos.tolist(),
+        strict=True,
+    )
+    regressions: list[ItemChange] = []
+    improvements: list[ItemChange] = []
+    build = ItemChange.fast
+    keys = al.keys
+    for bi, ci, k, b_score, c_score, d, is_worse, j in rows:
+        # Values are already typed; validating hundreds of thousands of changes would
+        # dominate the run time of a large comparison.
+        change = build(
+            item_index=bi,
+            input=inputs[bi],
+            scorer=names[k],
+            baseline_score=b_score,
+            candidate_score=c_score,
+            delta=d,
+            candidate_index=ci if key_mode and ci != bi else None,
+            key=keys[j] if key_mode else None,
         )
-        for bi, ci, b_score, c_score, d, is_worse, j in rows:
-            # Values are already typed; validating hundreds of thousands of changes would
-            # dominate the run time of a large comparison.
-            change = ItemChange.fast(
-                item_index=bi,
-                input=inputs[bi],
-                scorer=name,
-                baseline_score=b_score,
-                candidate_score=c_score,
-                delta=d,
-                candidate_index=ci if key_mode and ci != bi else None,
-                key=al.keys[j] if key_mode else None,
-            )
-            found.append((bi, order, change, is_worse))
-    found.sort(key=lambda f: (f[0], f[1]))
-    regressions = [c for _, _, c, bad in found if bad]
-    improvements = [c for _, _, c, bad in found if not bad]
+        (regressions if is_worse else improvements).append(change)
     return regressions, improvements
 
 
