@@ -74,6 +74,8 @@ class PullRequestComment(BaseModel):
     """Creation time."""
     updated_at: datetime
     """Last edit time."""
+    minimized: bool = False
+    """Hidden by a maintainer (e.g. as outdated); such a comment is no longer updated."""
 
     @property
     def suite(self) -> str | None:
@@ -96,6 +98,7 @@ class PullRequestComment(BaseModel):
             user_login=(data.get("user") or {}).get("login", ""),
             created_at=data["created_at"],
             updated_at=data["updated_at"],
+            minimized=bool(data.get("minimized")),
         )
 
 
@@ -191,7 +194,7 @@ def resolve_comment_author(client: GitHubClient, configured: str | None = None) 
 def find_sticky_comment(
     client: GitHubClient, repo: str, pr_number: int, *, suite: str, authors: Collection[str]
 ) -> PullRequestComment | None:
-    """The newest comment with our marker for ``suite`` written by one of ``authors``."""
+    """The newest non-minimized comment with our marker for ``suite`` written by one of ``authors``."""
     _check_suite(suite)
     wanted = {a.casefold() for a in authors}
     found: PullRequestComment | None = None
@@ -201,7 +204,8 @@ def find_sticky_comment(
         permission_hint="the token cannot read PR comments: add `pull-requests: read` (or write) to `permissions:`",
     ):
         comment = PullRequestComment.from_api(item)
-        mine = comment.suite == suite and comment.user_login.casefold() in wanted
+        # A comment someone hid stays hidden: like sticky-pull-request-comment, start afresh.
+        mine = comment.suite == suite and comment.user_login.casefold() in wanted and not comment.minimized
         if mine and (found is None or comment.id > found.id):
             found = comment
     return found

@@ -125,6 +125,7 @@ class FakeComment:
     user_type: str
     created_at: datetime
     updated_at: datetime
+    minimized_reason: str | None = None  # set to e.g. "outdated" to hide the comment
 
 
 @dataclass
@@ -654,6 +655,7 @@ class FakeGitHub:
             "created_at": obj.iso(c.created_at),
             "updated_at": obj.iso(c.updated_at),
             "author_association": "NONE" if c.user_type == "Bot" else "MEMBER",
+            "minimized": {"reason": c.minimized_reason} if c.minimized_reason else None,
         }
 
     def _commit_obj(self, repo: FakeRepo, sha: str) -> dict[str, Any]:

@@ -174,3 +174,12 @@ def test_should_post(
     mode: CommentMode, verdict: GateVerdict, changed: bool, existing: bool, expected: bool
 ) -> None:
     assert should_post(mode, verdict, changed, existing) is expected
+
+
+def test_minimized_comment_is_left_alone(fake_github: FakeGitHub) -> None:
+    _, _, client = _world(fake_github)
+    first = upsert_sticky_comment(client, "octo/evals", 12, "1", suite="s", head_sha=HEAD)
+    fake_github.comments[first.comment_id or 0].minimized_reason = "outdated"
+    second = upsert_sticky_comment(client, "octo/evals", 12, "2", suite="s", head_sha=HEAD)
+    assert second.action == "created" and second.comment_id != first.comment_id
+    assert fake_github.comments[first.comment_id or 0].body.endswith("\n1")
