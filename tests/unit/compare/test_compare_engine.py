@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from compare_builders import make_run
@@ -346,15 +347,13 @@ def test_wire_keys_follow_the_reference_order() -> None:
         ("math20-baseline-rescored-same.json", "math20-baseline.json"),
     ],
 )
-def test_lean_loading_gives_the_same_comparison_and_gates(base: str, cand: str) -> None:
-    from conftest import LEGACY
-
+def test_lean_loading_gives_the_same_comparison_and_gates(base: str, cand: str, legacy_dir: Path) -> None:
     from axl_action.compare.gates import GateOptions, evaluate_gates
     from axl_action.compare.lean import load_for_compare
     from axl_action.schema import load_result_file
 
-    full_b, full_c = load_result_file(LEGACY / base).results, load_result_file(LEGACY / cand).results
-    lean_b, lean_c = load_for_compare(LEGACY / base).results, load_for_compare(LEGACY / cand).results
+    full_b, full_c = load_result_file(legacy_dir / base).results, load_result_file(legacy_dir / cand).results
+    lean_b, lean_c = load_for_compare(legacy_dir / base).results, load_for_compare(legacy_dir / cand).results
     full = compare_results(full_b, full_c, seeded())
     lean = compare_results(lean_b, lean_c, seeded())
     assert lean.to_wire() == full.to_wire()
