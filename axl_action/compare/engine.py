@@ -20,6 +20,7 @@ from axl_action.compare.arrays import F64, Bools, RunArrays, SampleCounts, run_a
 from axl_action.compare.bootstrap import DEFAULT_ALPHA, DEFAULT_RESAMPLES, bootstrap_many, random_seed
 from axl_action.compare.compatibility import check_compatibility
 from axl_action.compare.cost import compare_cost
+from axl_action.compare.gcpause import paused_gc
 from axl_action.compare.models import (
     Comparison,
     ConfidenceInterval,
@@ -277,6 +278,11 @@ def summarise(
 
 def compare_results(baseline: Side, candidate: Side, options: CompareOptions | None = None) -> Comparison:
     """Compare a baseline and a candidate (one run or a list of runs each)."""
+    with paused_gc():
+        return _compare(baseline, candidate, options)
+
+
+def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) -> Comparison:
     opts = options or CompareOptions()
     raw_b, raw_c = _as_list(baseline), _as_list(candidate)
     names = _validate(raw_b, raw_c)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from axl_action.compare.arrays import attach_columns, raw_columns
+from axl_action.compare.gcpause import paused_gc
 from axl_action.errors import ResultFileError
 from axl_action.schema import EvalItem, EvalResult, ResultFile, parse_result_data
 
@@ -89,6 +90,11 @@ def _lean_result(raw: dict[str, Any], source: str, prefix: str) -> EvalResult:
 
 def load_for_compare(path: str | os.PathLike[str]) -> ResultFile:
     """Read a results file (one result or a list) for comparison; errors are ``ResultFileError``."""
+    with paused_gc():
+        return _load(path)
+
+
+def _load(path: str | os.PathLike[str]) -> ResultFile:
     source = str(path)
     try:
         text = Path(path).read_bytes().decode("utf-8")
