@@ -19,11 +19,13 @@ recorded nowhere.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import itertools
 import math
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
@@ -495,7 +497,15 @@ def _run(fn: Callable[[], Any]) -> Any:
         async def wait() -> Any:
             return await awaitable
 
-        value = asyncio.run(wait())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(wait())
+        # This thread already runs an event loop (a notebook, async caller): a private loop
+        # on a helper thread, in a copy of this context so the scope still applies.
+        context = contextvars.copy_context()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="axl-eval-async") as helper:
+            return helper.submit(context.run, asyncio.run, wait()).result()
     return value
 
 

@@ -308,3 +308,17 @@ def test_declared_external_operations() -> None:
     assert record["breakdown"]["external"] == 0.30000000000000004
     assert record["reasons"] == {"external_unreported": 1, "usage_missing": 1}
     assert record["operations"]["byKind"] == {"external": 3, "tool": 1}
+
+
+def test_awaitables_work_when_the_thread_already_runs_a_loop() -> None:
+    import asyncio
+
+    async def body() -> int:
+        paid(0.25)
+        return 3
+
+    async def caller() -> tuple[object, float]:
+        result = track(body)  # called from async code, as in a notebook
+        return result.value, result.accounting["knownCost"]
+
+    assert asyncio.run(caller()) == (3, 0.25)
