@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from axl_action.compare.models import Comparison
-from axl_action.report.context import build_report_context, own_gates
+from axl_action.report.context import build_report_context
 from axl_action.report.explorer import ExplorerPayload, build_explorer
+from axl_action.report.gate_rows import own_gates
+from axl_action.report.html import content_security_policy, render_html
 from axl_action.report.models import ReportContext, ReportLimits, RunInfo
 from axl_action.report.render import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT_BYTES,
     comment_marker,
-    content_security_policy,
     render_comment,
-    render_html,
     render_summary,
 )
 from axl_action.schema import EvalItem, EvalResult, item_key

@@ -14,20 +14,19 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from axl_action.compare.models import Comparison, Gate, GateReport, ItemChange
+from axl_action.compare.models import Comparison, GateReport
 from axl_action.evals.console import (
     format_budget_line,
     format_coverage_line,
     format_failure_causes,
     format_known_spend,
 )
-from axl_action.report.escape import to_text, truncate
-from axl_action.report.explorer import display_text, reasoning_of
-from axl_action.report.formatting import count, pct, signed_pct, usd
+from axl_action.report.escape import truncate
+from axl_action.report.explorer import display_text
+from axl_action.report.gate_rows import gate_row, own_gates
 from axl_action.report.models import (
     AccountingPanel,
     CostBlock,
-    GateRow,
     ItemExcerpt,
     Links,
     ModelTimingRow,
@@ -36,32 +35,18 @@ from axl_action.report.models import (
     ReportLimits,
     RunInfo,
     RunSide,
-    ScoreChange,
     ScorerRow,
     TimingBlock,
 )
+from axl_action.report.regressions import top_regressions
 from axl_action.report.render import comment_marker
 from axl_action.schema import (
-    DEFAULT_MAX_ITEM_ERROR_RATE,
     EvalResult,
     ItemFailure,
     Stats,
-    coverage_of,
-    evaluate_item_error_rate,
-    is_budget_stopped,
-    item_key,
     read_accounting,
     scorer_counts,
 )
-
-GATE_LABELS = {
-    "budget": "Budget",
-    "item-error-rate": "Item error rate",
-    "scorer-error-rate": "Scorer error rate",
-    "regressions": "Regressions",
-    "cost": "Cost",
-    "compatibility": "Compatibility",
-}
 
 #: What the context keeps; renderers show less (see render.COMMENT_STEPS).
 STORE_LIMITS = ReportLimits(top_items=5000, excerpt_chars=600)
@@ -112,119 +97,6 @@ def _strip(line: str | None, prefix: str) -> str | None:
         return None
     text = line.strip()
     return text[len(prefix) :].strip() if text.startswith(prefix) else text
-
-
-def _format_gate_value(name: str, value: float | None) -> str:
-    if value is None:
-        return "—"
-    if name in ("item-error-rate", "scorer-error-rate"):
-        return pct(value)
-    if name == "budget":
-        return usd(value)
-    if name == "cost":
-        return signed_pct(value)
-    return count(value)
-
-
-def _gate_row(gate: Gate) -> GateRow:
-    limit = "none" if gate.limit is None else _format_gate_value(gate.name, gate.limit)
-    if gate.name == "cost" and gate.limit is not None:
-        limit = f"+{gate.limit:g}%"
-    message = gate.message
-    if gate.details and gate.status != "pass":
-        message += " " + " ".join(gate.details[:3])
-    return GateRow(
-        name=gate.name,
-        label=GATE_LABELS.get(gate.name, gate.name),
-        limit=limit,
-        observed=_format_gate_value(gate.name, gate.observed),
-        status=gate.status,
-        message=message,
-    )
-
-
-def own_gates(candidate: EvalResult, *, max_item_error_rate: float | None = None) -> list[GateRow]:
-    """The gates one result can answer without a baseline (its own figures)."""
-    rows: list[GateRow] = []
-    acc = read_accounting(candidate)
-    if acc.budget is not None:
-        stopped = is_budget_stopped(candidate)
-        rows.append(
-            GateRow(
-                name="budget",
-                label="Budget",
-                limit=usd(acc.budget.limit),
-                observed=usd(acc.budget.known_spend),
-                status="fail" if stopped else "pass",
-                message=(
-                    "the budget closed and refused work, so this run is incomplete by design"
-                    if stopped
-                    else f"budget {acc.budget.status}"
-                ),
-            )
-        )
-    else:
-        rows.append(
-            GateRow(
-                name="budget",
-                label="Budget",
-                limit="none",
-                observed=usd(acc.known_cost),
-                status="skipped",
-                message="no budget configured",
-            )
-        )
-    cov = coverage_of(candidate)
-    rate = candidate.summary.item_error_rate
-    if rate is None:
-        limit = DEFAULT_MAX_ITEM_ERROR_RATE if max_item_error_rate is None else max_item_error_rate
-        rate = evaluate_item_error_rate(cov.items, len(candidate.items), limit)
-    elif max_item_error_rate is not None:
-        rate = evaluate_item_error_rate(cov.items, len(candidate.items), max_item_error_rate)
-    rows.append(
-        GateRow(
-            name="item-error-rate",
-            label="Item error rate",
-            limit=pct(rate.limit),
-            observed=f"{pct(rate.rate)} ({rate.failed} of {rate.attempted})",
-            status="fail" if rate.exceeded else ("warn" if rate.failed else "pass"),
-            message=(
-                f"{rate.failed} of {rate.attempted} attempted items failed in the workflow"
-                if rate.failed
-                else "no item failed"
-            ),
-        )
-    )
-    counts = [scorer_counts(candidate.items, name) for name in candidate.scorer_names]
-    failed = sum(f for _, f, _ in counts)
-    attempted = sum(s + f for s, f, _ in counts)
-    degraded = candidate.summary.degraded or []
-    rows.append(
-        GateRow(
-            name="scorer-error-rate",
-            label="Scorer error rate",
-            limit="per scorer" if degraded else "none",
-            observed=f"{pct(failed / attempted if attempted else 0)} ({failed} of {attempted})",
-            status="fail" if degraded else ("warn" if failed else "pass"),
-            message=(
-                "over tolerance: " + ", ".join(d.scorer for d in degraded)
-                if degraded
-                else (f"{failed} scorer call(s) failed" if failed else "no scorer failed")
-            ),
-        )
-    )
-    for name in ("regressions", "cost"):
-        rows.append(
-            GateRow(
-                name=name,
-                label=GATE_LABELS[name],
-                limit="—",
-                observed="—",
-                status="skipped",
-                message="no baseline yet",
-            )
-        )
-    return rows
 
 
 def _scorer_rows(
@@ -308,98 +180,6 @@ def _model_timing(candidate: EvalResult) -> list[ModelTimingRow]:
     return rows
 
 
-def _cand_index(change: ItemChange) -> int:
-    return change.candidate_index if change.candidate_index is not None else change.item_index
-
-
-def _top_regressions(
-    candidate: EvalResult,
-    baseline: EvalResult | None,
-    comparison: Comparison,
-    limits: ReportLimits,
-) -> tuple[list[ItemExcerpt], int]:
-    by_item: dict[int, list[ItemChange]] = {}
-    for ch in comparison.regressions:
-        by_item.setdefault(_cand_index(ch), []).append(ch)
-    improved_or_reg: dict[int, dict[str, ItemChange]] = {}
-    for ch in [*comparison.regressions, *comparison.improvements]:
-        improved_or_reg.setdefault(_cand_index(ch), {})[ch.scorer] = ch
-    baseline_index = {_cand_index(ch): ch.item_index for ch in comparison.regressions}
-    order = sorted(by_item, key=lambda i: (min(ch.delta for ch in by_item[i]), i))
-    excerpts: list[ItemExcerpt] = []
-    n = limits.excerpt_chars
-    for i in order[: limits.top_items]:
-        regs = sorted(by_item[i], key=lambda ch: (ch.delta, ch.scorer))
-        changes = [
-            ScoreChange(
-                scorer=ch.scorer,
-                baseline=ch.baseline_score,
-                candidate=ch.candidate_score,
-                delta=ch.delta,
-                regressed=True,
-            )
-            for ch in regs
-        ]
-        others = improved_or_reg.get(i, {})
-        changes += [
-            ScoreChange(
-                scorer=ch.scorer, baseline=ch.baseline_score, candidate=ch.candidate_score, delta=ch.delta
-            )
-            for name, ch in sorted(others.items())
-            if all(c.scorer != name for c in regs)
-        ]
-        c_item = candidate.items[i] if i < len(candidate.items) else None
-        bi = baseline_index.get(i, i)
-        b_item = baseline.items[bi] if baseline is not None and bi < len(baseline.items) else None
-        worst = regs[0]
-        reasoning = None
-        if c_item is not None and c_item.score_details:
-            detail = c_item.score_details.get(worst.scorer)
-            text = reasoning_of(detail.metadata) if detail is not None else ""
-            reasoning = truncate(text, n) if text else None
-        c_out = "" if c_item is None else display_text(c_item.output)
-        if c_item is not None and c_item.bucket != "completed":
-            c_out = c_out or (c_item.error or c_item.bucket)
-        b_out = display_text(b_item.output) if b_item is not None else ""
-        b_text, c_text = aligned_excerpts(b_out, c_out, n) if b_item is not None else ("", truncate(c_out, n))
-        excerpts.append(
-            ItemExcerpt(
-                index=i,
-                key=item_key(worst.input),
-                input=truncate(to_text(worst.input), n),
-                baseline_output=b_text,
-                candidate_output=c_text,
-                changes=changes,
-                worst_delta=worst.delta,
-                reasoning=reasoning,
-                outcome=c_item.bucket if c_item is not None else "completed",
-            )
-        )
-    return excerpts, len(by_item)
-
-
-def aligned_excerpts(before: str, after: str, limit: int, lead: int = 60) -> tuple[str, str]:
-    """Excerpts of two texts starting shortly before their first difference.
-
-    A long common opening would otherwise fill the whole excerpt with identical text.
-    """
-    pos = 0
-    for a, b in zip(before, after, strict=False):
-        if a != b:
-            break
-        pos += 1
-    start = 0
-    if pos > lead:
-        start = pos - lead
-        space = before.rfind(" ", 0, start + 1)
-        start = space + 1 if space > start - 20 else start
-    prefix = "…" if start else ""
-    return (
-        truncate(prefix + before[start:], limit),
-        truncate(prefix + after[start:], limit),
-    )
-
-
 def _accounting_panel(candidate: EvalResult) -> AccountingPanel:
     acc = read_accounting(candidate)
     fp = candidate.metadata.get("fingerprint")
@@ -466,7 +246,7 @@ def build_report_context(
     suite = info.suite or cand.dataset
     has_baseline = base is not None and comparison is not None
 
-    gate_rows = [_gate_row(g) for g in gates.gates] if gates is not None else own_gates(cand)
+    gate_rows = [gate_row(g) for g in gates.gates] if gates is not None else own_gates(cand)
     failing = [g.label for g in gate_rows if g.status in ("fail", "refused")]
     warning = [g.label for g in gate_rows if g.status == "warn"]
     verdict = "fail" if failing else ("warn" if warning else "pass")
@@ -506,7 +286,7 @@ def build_report_context(
     top: list[ItemExcerpt] = []
     regressed_items = 0
     if comparison is not None:
-        top, regressed_items = _top_regressions(cand, base, comparison, limits)
+        top, regressed_items = top_regressions(cand, base, comparison, limits)
 
     errors: list[str] = []
     error_items = 0

@@ -13,8 +13,6 @@ they cut, and keep the first line (the verdict) and the hidden marker in every v
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -25,13 +23,10 @@ from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
-from axl_action.report import charts
 from axl_action.report import formatting as fmt
 from axl_action.report.escape import html_inline, md_cell, md_code_block, md_code_span, md_text, truncate
-from axl_action.report.explorer import ExplorerPayload
 from axl_action.report.markdown import untrusted_markdown_to_html
 from axl_action.report.models import ReportContext, ReportLimits
-from axl_action.schema import EvalResult, read_accounting
 
 #: GitHub refuses longer comment bodies (``Body is too long (maximum is 65536 characters)``).
 COMMENT_LIMIT = 65_536
@@ -245,97 +240,3 @@ def render_summary(ctx: ReportContext, *, limit_bytes: int = SUMMARY_LIMIT_BYTES
     if _utf8_len(text) > limit_bytes:
         text = _hard_cut(text, "", limit_bytes, _utf8_len)
     return text
-
-
-def _asset(name: str) -> str:
-    loader = environment().loader
-    assert loader is not None
-    source, _, _ = loader.get_source(environment(), name)
-    return source
-
-
-def script_hash(script: str) -> str:
-    """CSP source expression for an inline script: ``'sha256-<base64 digest>'``."""
-    digest = hashlib.sha256(script.encode("utf-8")).digest()
-    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
-
-
-def content_security_policy(script: str) -> str:
-    """No network of any kind: only our one inline script, inline styles and data: images."""
-    return (
-        f"default-src 'none'; script-src {script_hash(script)}; style-src 'unsafe-inline'; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
-
-
-def _scores_of(result: EvalResult, name: str) -> list[float]:
-    return [s for it in result.items if (s := it.scores.get(name)) is not None]
-
-
-def build_charts(ctx: ReportContext, candidate: EvalResult, baseline: EvalResult | None) -> dict[str, Any]:
-    """The report's inline SVG charts."""
-    names = [s.name for s in ctx.scorers][:24]
-    distributions = [
-        charts.score_distribution(
-            name,
-            _scores_of(baseline, name) if baseline is not None else None,
-            _scores_of(candidate, name),
-        )
-        for name in names
-    ]
-    sides: list[tuple[str, dict[str, float], int, int]] = []
-    # Legacy files know a total but not its split; show the rest as "unattributed".
-    for label, result in (("baseline", baseline), ("candidate", candidate)):
-        if result is None:
-            continue
-        acc = read_accounting(result)
-        sides.append(
-            (
-                label,
-                {
-                    "generation": acc.breakdown.generation,
-                    "judging": acc.breakdown.judging,
-                    "external": acc.breakdown.external,
-                    "unattributed": max(
-                        0.0,
-                        acc.known_cost
-                        - acc.breakdown.generation
-                        - acc.breakdown.judging
-                        - acc.breakdown.external,
-                    ),
-                },
-                acc.operations.settled,
-                acc.operations.unknown,
-            )
-        )
-    return {
-        "forest": charts.delta_forest(ctx.scorers) if ctx.has_baseline else "",
-        "distributions": distributions,
-        "cost": charts.cost_breakdown(sides),
-    }
-
-
-def render_html(
-    ctx: ReportContext,
-    explorer: ExplorerPayload,
-    *,
-    candidate: EvalResult,
-    baseline: EvalResult | None = None,
-    static_items: int = 20,
-) -> str:
-    """The single-file HTML report: static summary plus the inline item explorer."""
-    js = _asset("report.js")
-    if "</script" in js.lower() or "<!--" in js:
-        raise ValueError("report.js must not contain '</script' or '<!--'")
-    return render_template(
-        "report.html.j2",
-        ctx=ctx,
-        css=_asset("report.css"),
-        js=js,
-        csp=content_security_policy(js),
-        charts=build_charts(ctx, candidate, baseline),
-        rows_json=explorer.rows_json,
-        details_text=explorer.details_text,
-        details_encoding=explorer.details_encoding,
-        static_items=static_items,
-    )

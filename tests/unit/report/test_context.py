@@ -7,7 +7,7 @@ from report_synth import synthetic_pair
 
 from axl_action.compare.models import Gate, GateReport
 from axl_action.report import RunInfo, build_report_context, own_gates
-from axl_action.report.context import aligned_excerpts
+from axl_action.report.regressions import aligned_excerpts
 
 
 def test_verdict_follows_gates(small_case: Case) -> None:

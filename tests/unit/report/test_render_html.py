@@ -14,7 +14,7 @@ from report_synth import synthetic_pair
 from axl_action.report import build_explorer, build_report_context, render_report_html
 from axl_action.report.escape import json_for_script
 from axl_action.report.explorer import COMPRESS_ABOVE, FLAG_BUDGET, FLAG_CHANGED, FLAG_FAILED, FLAG_REGRESSED
-from axl_action.report.render import script_hash
+from axl_action.report.html import script_hash
 
 
 class _Collect(HTMLParser):

@@ -1,0 +1,139 @@
+"""Gate table rows: from the compare engine's ``GateReport``, or from one result alone."""
+
+from __future__ import annotations
+
+from axl_action.compare.models import Gate
+from axl_action.report.formatting import count, pct, signed_pct, usd
+from axl_action.report.models import GateRow
+from axl_action.schema import (
+    DEFAULT_MAX_ITEM_ERROR_RATE,
+    EvalResult,
+    coverage_of,
+    evaluate_item_error_rate,
+    is_budget_stopped,
+    read_accounting,
+    scorer_counts,
+)
+
+GATE_LABELS = {
+    "budget": "Budget",
+    "item-error-rate": "Item error rate",
+    "scorer-error-rate": "Scorer error rate",
+    "regressions": "Regressions",
+    "cost": "Cost",
+    "compatibility": "Compatibility",
+}
+
+
+def _format_gate_value(name: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if name in ("item-error-rate", "scorer-error-rate"):
+        return pct(value)
+    if name == "budget":
+        return usd(value)
+    if name == "cost":
+        return signed_pct(value)
+    return count(value)
+
+
+def gate_row(gate: Gate) -> GateRow:
+    """One compare-engine gate as a table row, its limit and observation formatted."""
+    limit = "none" if gate.limit is None else _format_gate_value(gate.name, gate.limit)
+    if gate.name == "cost" and gate.limit is not None:
+        limit = f"+{gate.limit:g}%"
+    message = gate.message
+    if gate.details and gate.status != "pass":
+        message += " " + " ".join(gate.details[:3])
+    return GateRow(
+        name=gate.name,
+        label=GATE_LABELS.get(gate.name, gate.name),
+        limit=limit,
+        observed=_format_gate_value(gate.name, gate.observed),
+        status=gate.status,
+        message=message,
+    )
+
+
+def own_gates(candidate: EvalResult, *, max_item_error_rate: float | None = None) -> list[GateRow]:
+    """The gates one result can answer without a baseline (its own figures)."""
+    rows: list[GateRow] = []
+    acc = read_accounting(candidate)
+    if acc.budget is not None:
+        stopped = is_budget_stopped(candidate)
+        rows.append(
+            GateRow(
+                name="budget",
+                label="Budget",
+                limit=usd(acc.budget.limit),
+                observed=usd(acc.budget.known_spend),
+                status="fail" if stopped else "pass",
+                message=(
+                    "the budget closed and refused work, so this run is incomplete by design"
+                    if stopped
+                    else f"budget {acc.budget.status}"
+                ),
+            )
+        )
+    else:
+        rows.append(
+            GateRow(
+                name="budget",
+                label="Budget",
+                limit="none",
+                observed=usd(acc.known_cost),
+                status="skipped",
+                message="no budget configured",
+            )
+        )
+    cov = coverage_of(candidate)
+    rate = candidate.summary.item_error_rate
+    if rate is None:
+        limit = DEFAULT_MAX_ITEM_ERROR_RATE if max_item_error_rate is None else max_item_error_rate
+        rate = evaluate_item_error_rate(cov.items, len(candidate.items), limit)
+    elif max_item_error_rate is not None:
+        rate = evaluate_item_error_rate(cov.items, len(candidate.items), max_item_error_rate)
+    rows.append(
+        GateRow(
+            name="item-error-rate",
+            label="Item error rate",
+            limit=pct(rate.limit),
+            observed=f"{pct(rate.rate)} ({rate.failed} of {rate.attempted})",
+            status="fail" if rate.exceeded else ("warn" if rate.failed else "pass"),
+            message=(
+                f"{rate.failed} of {rate.attempted} attempted items failed in the workflow"
+                if rate.failed
+                else "no item failed"
+            ),
+        )
+    )
+    counts = [scorer_counts(candidate.items, name) for name in candidate.scorer_names]
+    failed = sum(f for _, f, _ in counts)
+    attempted = sum(s + f for s, f, _ in counts)
+    degraded = candidate.summary.degraded or []
+    rows.append(
+        GateRow(
+            name="scorer-error-rate",
+            label="Scorer error rate",
+            limit="per scorer" if degraded else "none",
+            observed=f"{pct(failed / attempted if attempted else 0)} ({failed} of {attempted})",
+            status="fail" if degraded else ("warn" if failed else "pass"),
+            message=(
+                "over tolerance: " + ", ".join(d.scorer for d in degraded)
+                if degraded
+                else (f"{failed} scorer call(s) failed" if failed else "no scorer failed")
+            ),
+        )
+    )
+    for name in ("regressions", "cost"):
+        rows.append(
+            GateRow(
+                name=name,
+                label=GATE_LABELS[name],
+                limit="—",
+                observed="—",
+                status="skipped",
+                message="no baseline yet",
+            )
+        )
+    return rows
