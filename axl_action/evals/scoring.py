@@ -8,6 +8,7 @@ budget_interrupted with the reference's exact ``scorerErrors`` messages.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -64,6 +65,11 @@ class ScoringEnv:
     capturing: bool = False
     """Stamp ``{scorer}`` capture correlation on judge scopes."""
 
+    @functools.cached_property
+    def context(self) -> ScorerContext:
+        """The ``context`` argument every scorer of the run receives (built once)."""
+        return ScorerContext(runtime=self.runtime, cancel_event=self.cancel_event)
+
 
 def note_closure(admission: AdmissionController | None, observer: ClosedBy) -> None:
     """Record who first saw the budget closed (spec §8.3)."""
@@ -88,7 +94,7 @@ def score_item(
     item["scores"] = scores
     item["scoreDetails"] = details
     errors: list[str | None] = [None] * len(scorers)
-    context = ScorerContext(runtime=env.runtime, cancel_event=env.cancel_event)
+    context = env.context
 
     def run_one(index: int) -> None:
         s = scorers[index]
