@@ -91,3 +91,18 @@ def test_missing_file_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFix
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.run(["--help"]) == 0
     assert "--baseline" in capsys.readouterr().out
+
+
+def test_quickstart_baseline_renders(tmp_path: Path) -> None:
+    """A real runner artifact (the committed quickstart baseline) against itself."""
+    baseline = Path(__file__).resolve().parents[3] / "examples" / "quickstart" / "baseline.json"
+    out = io.StringIO()
+    html, md = tmp_path / "r.html", tmp_path / "c.md"
+    code = cli.run(
+        [str(baseline), "--baseline", str(baseline), "--html", str(html), "--markdown", str(md)], out=out
+    )
+    assert code == 0
+    comment = md.read_text(encoding="utf-8")
+    assert "Top regressions" not in comment
+    assert "| Compatibility |" in comment
+    assert html.stat().st_size > 20_000
