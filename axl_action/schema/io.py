@@ -162,6 +162,8 @@ def write_result_file(path: str | os.PathLike[str], results: EvalResult | Sequen
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        # mkstemp creates 0600; a results file is an ordinary shareable artifact.
+        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
