@@ -464,7 +464,8 @@
       var dv = diffView(d.bo || "", d.co || "");
       var grid = el("div", "side-by-side");
       var lc = el("div", "col"), rc = el("div", "col");
-      lc.appendChild(el("h5", "", "Baseline" + (r[R_BOUT] !== "completed" ? " (" + r[R_BOUT] + ")" : "")));
+      var bLabel = r[R_BOUT] === null ? " (not in the baseline)" : (r[R_BOUT] !== "completed" ? " (" + r[R_BOUT] + ")" : "");
+      lc.appendChild(el("h5", "", "Baseline" + bLabel));
       lc.appendChild(dv.left);
       rc.appendChild(el("h5", "", "Candidate" + (r[R_OUT] !== "completed" ? " (" + r[R_OUT] + ")" : "")));
       rc.appendChild(dv.right);

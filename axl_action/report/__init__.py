@@ -26,7 +26,7 @@ from axl_action.report.render import (
     render_comment,
     render_summary,
 )
-from axl_action.schema import EvalItem, EvalResult, item_key
+from axl_action.schema import EvalResult, item_key
 
 
 def _first(value: EvalResult | Sequence[EvalResult] | None) -> EvalResult | None:
@@ -35,17 +35,14 @@ def _first(value: EvalResult | Sequence[EvalResult] | None) -> EvalResult | None
     return value[0] if value else None
 
 
-def _paired_baseline(
+def _pairs(
     candidate: EvalResult, baseline: EvalResult, comparison: Comparison | None
-) -> EvalResult:
-    """The baseline reordered so item i pairs with candidate item i (key matching)."""
+) -> list[int | None] | None:
+    """Baseline index for each candidate item when the compare engine matched items by key."""
     if comparison is None or comparison.compatibility.items.mode != "key":
-        return baseline
-    by_key = {item_key(it.input): it for it in baseline.items}
-    items = [
-        by_key.get(item_key(it.input)) or EvalItem(input=it.input, output=None) for it in candidate.items
-    ]
-    return baseline.model_copy(update={"items": items})
+        return None
+    by_key = {item_key(it.input): j for j, it in enumerate(baseline.items)}
+    return [by_key.get(item_key(it.input)) for it in candidate.items]
 
 
 def render_report_html(
@@ -58,7 +55,7 @@ def render_report_html(
     cand = _first(candidate)
     assert cand is not None
     base = _first(baseline)
-    paired = _paired_baseline(cand, base, comparison) if base is not None else None
+    pairs = _pairs(cand, base, comparison) if base is not None else None
     regressions: list[tuple[int, str]] = []
     improvements: list[tuple[int, str]] = []
     if comparison is not None:
@@ -71,7 +68,9 @@ def render_report_html(
                 (ch.candidate_index if ch.candidate_index is not None else ch.item_index, ch.scorer)
             )
     names = [s.name for s in ctx.scorers] or list(cand.summary.scorers)
-    explorer = build_explorer(cand, paired, names, regressions=regressions, improvements=improvements)
+    explorer = build_explorer(
+        cand, base, names, regressions=regressions, improvements=improvements, pairs=pairs
+    )
     return render_html(ctx, explorer, candidate=cand, baseline=base)
 
 

@@ -14,7 +14,7 @@ import base64
 import json
 import os
 import zlib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -186,8 +186,13 @@ def build_explorer(
     regressions: Collection[tuple[int, str]] = (),
     improvements: Collection[tuple[int, str]] = (),
     page_size: int = 100,
+    pairs: Sequence[int | None] | None = None,
 ) -> ExplorerPayload:
-    """Rows and details for every candidate item (paired with the baseline by index)."""
+    """Rows and details for every candidate item.
+
+    Candidate item ``i`` pairs with baseline item ``pairs[i]`` (None: not in the baseline),
+    or with baseline item ``i`` when ``pairs`` is not given.
+    """
     index_of = {name: k for k, name in enumerate(scorers)}
     regressed_at: dict[int, list[int]] = {}
     for j, name in regressions:
@@ -198,7 +203,8 @@ def build_explorer(
     sink = _DetailSink()
     b_items = baseline.items if baseline is not None else []
     for i, item in enumerate(candidate.items):
-        b = b_items[i] if i < len(b_items) else None
+        bj = pairs[i] if pairs is not None and i < len(pairs) else (i if pairs is None else None)
+        b = b_items[bj] if bj is not None and bj < len(b_items) else None
         flags = 0
         regressed_ids = sorted(set(regressed_at.get(i, ())))
         if regressed_ids:

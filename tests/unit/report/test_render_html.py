@@ -141,3 +141,11 @@ def test_no_baseline_report(small_case: Case) -> None:
     assert "no baseline yet" in html.lower()
     rows = json.loads(_parse(html).scripts[0][1])
     assert rows["hasBaseline"] is False
+
+
+def test_explorer_pairs_by_key_and_marks_new_items() -> None:
+    base, cand = synthetic_pair(6, failed_every=0, seed=9)
+    payload = build_explorer(cand, base, ["exact"], pairs=[5, 4, 3, 2, 1, None])
+    rows = json.loads(payload.rows_json)["rows"]
+    assert rows[0][7] == [base.items[5].scores["exact"]]
+    assert rows[5][7] is None and rows[5][3] is None
