@@ -208,12 +208,27 @@ def _hard_cut(text: str, marker: str, limit: int, measure: Callable[[str], int])
     body = text
     while measure(body) > budget:
         body = body[: max(0, len(body) - max(1, (measure(body) - budget)))]
-    # Do not leave half a table row or an open <details> behind.
+    # Do not leave half a table row, an open code fence or an open <details> behind.
     cut_at = body.rfind("\n\n")
     body = body[:cut_at] if cut_at > 0 else body
+    fence = _open_fence(body)
+    if fence:
+        body += "\n" + fence
     if body.count("<details") > body.count("</details>"):
-        body += "\n</details>"
+        body += "\n\n</details>"
     return body + note
+
+
+def _open_fence(text: str) -> str | None:
+    """The fence of a code block still open at the end of ``text``, if any."""
+    fence: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+    return fence
 
 
 def render_comment(ctx: ReportContext, *, limit: int = COMMENT_LIMIT) -> str:

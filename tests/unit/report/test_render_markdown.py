@@ -105,6 +105,16 @@ def test_comment_trims_in_steps_and_says_so(small_case: Case) -> None:
     assert text.rstrip().endswith(comment_marker("qa/main"))
 
 
+@pytest.mark.parametrize("limit", [2500, 3000, 3500, 4000, 5000, 6000])
+def test_hard_cut_never_leaves_a_code_block_open(small_case: Case, limit: int) -> None:
+    text = render_comment(small_case.ctx, limit=limit)
+    assert len(text) <= limit
+    fences = [line for line in text.splitlines() if line.startswith("```")]
+    assert len(fences) % 2 == 0
+    html = GFM.render(text)
+    assert "axl-eval-action:comment" not in html.replace("<!-- axl-eval-action:comment", "")
+
+
 def test_summary_hard_cut_has_no_marker(small_case: Case) -> None:
     text = render_summary(small_case.ctx, limit_bytes=1200)
     assert len(text.encode("utf-8")) <= 1200
