@@ -216,7 +216,6 @@ def _accounting_panel(candidate: EvalResult) -> AccountingPanel:
 def _warnings(comparison: Comparison | None, run_info: RunInfo) -> list[str]:
     out: list[str] = []
     if comparison is not None:
-        out += comparison.compatibility.messages
         for label, side in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
             if side.partial is not None:
                 out.append(
@@ -307,6 +306,7 @@ def build_report_context(
             run_url=_safe_url(info.baseline_run_url),
             age=info.baseline_age,
             reason=info.baseline_reason,
+            warnings=list(comparison.compatibility.messages) if comparison is not None else [],
         )
 
     return ReportContext(
