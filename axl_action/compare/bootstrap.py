@@ -232,11 +232,54 @@ def bootstrap_many(
             results[name] = trivial
         else:
             by_length.setdefault(len(d), []).append(name)
-    for names in by_length.values():
-        all_means = resample_means_many([arrays[k] for k in names], n_resamples, seed, workers=workers)
-        for name, means in zip(names, all_means, strict=True):
+    for length, names in by_length.items():
+        exact_names = _fast_path(arrays, names, length, n_resamples, alpha, seed, workers, results)
+        if not exact_names:
+            continue
+        all_means = resample_means_many([arrays[k] for k in exact_names], n_resamples, seed, workers=workers)
+        for name, means in zip(exact_names, all_means, strict=True):
             results[name] = _summarise(_sequential_mean(arrays[name]), means, n_resamples, alpha)
     return {name: results[name] for name in arrays}
+
+
+def _fast_path(
+    arrays: Mapping[str, npt.NDArray[np.float64]],
+    names: list[str],
+    n: int,
+    n_resamples: int,
+    alpha: float,
+    seed: int,
+    workers: int | None,
+    results: dict[str, BootstrapResult],
+) -> list[str]:
+    """Fill ``results`` for the samples the integer-sum path can answer; return the others."""
+    from axl_action.compare import bootstrap_fast as fast
+
+    if not (fast.MIN_N <= n <= fast.MAX_N) or n_resamples < 2:
+        return names
+    remaining: list[str] = []
+    candidates: list[tuple[str, npt.NDArray[np.int32]]] = []
+    for name in names:
+        d = arrays[name]
+        if not np.any(d):
+            # Every difference is exactly 0: every left-to-right sum is exactly 0.
+            zeros = np.zeros(n_resamples)
+            results[name] = BootstrapResult(0.0, 0.0, 0.0, 0.0, 0.0, zeros)
+            continue
+        codes = fast.as_thousandths(d)
+        if codes is None:
+            remaining.append(name)
+        else:
+            candidates.append((name, codes))
+    if candidates:
+        sums = fast.integer_sums([c for _, c in candidates], n_resamples, seed, workers)
+        for (name, _), s in zip(candidates, sums, strict=True):
+            result = fast.summarise(arrays[name], s, n_resamples, alpha, seed)
+            if result is None:
+                remaining.append(name)
+            else:
+                results[name] = result
+    return remaining
 
 
 def paired_bootstrap_ci(

@@ -108,6 +108,11 @@ def jump_tables(steps: int) -> npt.NDArray[np.uint32]:
     return _byte_tables(jump_columns(steps))
 
 
+def jump_many(states: U32, steps: int) -> U32:
+    """Advance many states by ``steps`` steps at once."""
+    return _apply_vec(jump_tables(steps), states)
+
+
 def _byte_tables(cols: Columns) -> npt.NDArray[np.uint32]:
     # f(x) = T0[x & 255] ^ T1[(x >> 8) & 255] ^ T2[(x >> 16) & 255] ^ T3[x >> 24]
     tables = np.zeros((4, 256), dtype=np.uint32)
@@ -215,13 +220,25 @@ class ChunkedStream:
         self._starts = starts[:lanes].copy()
         self._jump = jump_tables(chunk)
         self._block = np.empty((lane_steps, lanes), dtype=np.uint32)
+        self._t = np.empty(lanes, dtype=np.uint32)
+        self._u = np.empty(lanes, dtype=np.uint32)
 
     def next_chunk(self, out: U32) -> None:
         """Write the next ``chunk`` outputs into ``out`` (length >= chunk)."""
-        x = self._starts.copy()
         block = self._block
+        t, u = self._t, self._u
+        x = self._starts
+        shl, xor, sar = np.left_shift, np.bitwise_xor, np.right_shift
+        s13, s5, s17 = np.uint32(13), np.uint32(5), np.int32(17)
+        t32, u32 = t.view(np.int32), u.view(np.int32)
+        # One step per row, written straight into the block; no temporaries are allocated.
         for s in range(self._steps):
-            _step_vec(x)
-            block[s] = x
+            shl(x, s13, out=t)
+            xor(x, t, out=t)
+            sar(t32, s17, out=u32)  # arithmetic shift of the signed value, as in JS
+            xor(t, u, out=t)
+            shl(t, s5, out=u)
+            xor(t, u, out=block[s])
+            x = block[s]
         out[: self.chunk].reshape(-1, self._steps)[...] = block.T
         self._starts = _apply_vec(self._jump, self._starts)

@@ -1,0 +1,189 @@
+"""The same bootstrap answers, computed from exact integer sums where that is provably safe.
+
+Scores are stored with three decimals, so every paired difference ``d`` is (within 1e-16) an
+integer number ``D`` of thousandths. The integer sum ``S`` of a resample's ``D`` is exact in
+any order and cheap (int32 gather, SIMD row sums), and it decides everything the reference's
+float sums decide, except in two situations we detect and recompute the reference way:
+
+* ``S == 0``: the reference's left-to-right float sum may be 0 or ±1e-17, which moves
+  ``pRegression``/``pImprovement``. Those resamples are re-drawn and summed exactly.
+* an order statistic (the CI bounds) whose decimal mean ``S / (1000 n)`` lies exactly on a
+  4-decimal rounding boundary: its float may land on either side, so its whole tie group
+  (equal ``S``) is recomputed exactly.
+
+Why nothing else can differ: the float mean differs from ``S / (1000 n)`` by at most
+``(n + 1) * 2**-53`` (|d| <= 1, partial sums <= n), while two different ``S`` differ by at
+least ``1 / (1000 n)`` in mean, a non-zero ``S`` is at least that far from 0, and a decimal
+mean not on a boundary is at least ``1 / (20000 n)`` from one. For ``n <= 200,000`` the float
+error is more than 10x smaller than those gaps. Outside that range, or when the data is not
+in thousandths, or when too many resamples need recomputing, the caller uses the exact path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import numpy.typing as npt
+
+from axl_action.compare import bootstrap as exact
+from axl_action.compare.prng import (
+    ChunkedStream,
+    Xorshift32Stream,
+    apply_jump,
+    jump_columns,
+    jump_many,
+    seed_state,
+)
+
+I64 = npt.NDArray[np.int64]
+
+MIN_N = 1000
+"""Below this the exact path is cheap anyway."""
+MAX_N = 200_000
+"""Above this the float error bound is no longer far enough below the integer gaps."""
+MAX_RECHECK = 64
+"""More resamples needing an exact recomputation than this: use the exact path."""
+
+
+def as_thousandths(d: npt.NDArray[np.float64]) -> npt.NDArray[np.int32] | None:
+    """``d * 1000`` as integers when every value is within 1e-6 of one, else None."""
+    if not len(d) or not np.all(np.isfinite(d)) or np.max(np.abs(d)) > 1.0:
+        return None
+    scaled = d * 1000
+    rounded = np.rint(scaled)
+    if np.max(np.abs(scaled - rounded)) > 1e-6:
+        return None
+    return rounded.astype(np.int32)
+
+
+def _sum_range(
+    codes: Sequence[npt.NDArray[np.int32]], outputs: list[I64], first: int, last: int, state: int
+) -> None:
+    """Integer sums of resamples ``first..last-1`` (``state`` = stream state before them)."""
+    n = len(codes[0])
+    total = (last - first) * n
+    stream = ChunkedStream(state, exact._CHUNK, exact._LANE_STEPS)
+    chunk = stream.chunk
+    raw = np.empty(chunk, dtype=np.uint32)
+    work = np.empty(chunk, dtype=np.uint64)
+    vals = np.empty(chunk, dtype=np.int32)
+    done = 0
+    while done < total:
+        stream.next_chunk(raw)
+        m = min(chunk, total - done)
+        idx = exact._indices_into(raw[:m], n, work)
+        # Segments of this chunk belonging to one resample each.
+        offset = done % n
+        starts = np.arange(0 if offset == 0 else n - offset, m, n, dtype=np.intp)
+        if offset:
+            starts = np.concatenate([np.zeros(1, dtype=np.intp), starts])
+        r0 = first + done // n
+        for sample, out in zip(codes, outputs, strict=True):
+            np.take(sample, idx, out=vals[:m])
+            sums = np.add.reduceat(vals[:m], starts, dtype=np.int64)
+            out[r0 : r0 + len(sums)] += sums
+        done += m
+
+
+def integer_sums(
+    codes: Sequence[npt.NDArray[np.int32]], n_resamples: int, seed: int, workers: int | None = None
+) -> list[I64]:
+    """Per-resample sums of the drawn thousandths, for samples of equal length."""
+    n = len(codes[0])
+    outputs = [np.zeros(n_resamples, dtype=np.int64) for _ in codes]
+    threads = workers if workers is not None else min(2, os.cpu_count() or 1)
+    threads = max(1, min(threads, n_resamples))
+    bounds = [n_resamples * t // threads for t in range(threads + 1)]
+    start = seed_state(seed)
+    states = [start if b == 0 else apply_jump(jump_columns(b * n), start) for b in bounds[:-1]]
+    if threads == 1:
+        _sum_range(codes, outputs, 0, n_resamples, start)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            futures = [
+                pool.submit(_sum_range, codes, outputs, bounds[t], bounds[t + 1], states[t])
+                for t in range(threads)
+            ]
+            for f in futures:
+                f.result()
+    return outputs
+
+
+def exact_means_at(d: npt.NDArray[np.float64], seed: int, resamples: Sequence[int]) -> dict[int, float]:
+    """Reference-exact (left-to-right) means of the chosen resamples, re-drawn by jump-ahead."""
+    n = len(d)
+    out: dict[int, float] = {}
+    if not resamples:
+        return out
+    wanted = sorted(set(resamples))
+    # States before every resample start, by doubling with jumps of n * 2**j draws.
+    starts = np.array([seed_state(seed)], dtype=np.uint32)
+    span = n
+    while len(starts) <= wanted[-1]:
+        starts = np.concatenate([starts, jump_many(starts, span)])
+        span *= 2
+    stream = Xorshift32Stream(1)
+    work = np.empty(n, dtype=np.uint64)
+    for r in wanted:
+        stream.reset(int(starts[r]))
+        idx = exact._indices_into(stream.take(n), n, work)
+        drawn = d[idx]
+        out[r] = float(np.add.accumulate(drawn)[-1]) / n
+    return out
+
+
+def _on_boundary(s: int, n: int) -> bool:
+    # Decimal mean s / (1000 n) equals (k + 0.5) / 10^4 exactly iff 20 s - n is an odd multiple of n.
+    return (20 * s - n) % (2 * n) == 0
+
+
+def _round4_of_sum(s: int, n: int) -> float:
+    # round4(s / (1000 n)) = floor(10 s / n + 1/2) / 10^4, in exact integer arithmetic.
+    return ((20 * s + n) // (2 * n)) / 10000 + 0.0
+
+
+def summarise(
+    d: npt.NDArray[np.float64], sums: I64, n_resamples: int, alpha: float, seed: int
+) -> exact.BootstrapResult | None:
+    """The bootstrap result from integer sums, or None when the exact path must be used."""
+    n = len(d)
+    order = np.argsort(sums, kind="stable")
+    sorted_sums = sums[order]
+    lower_pos = max(0, math.floor((alpha / 2) * n_resamples))
+    upper_pos = min(n_resamples - 1, math.floor((1 - alpha / 2) * n_resamples) - 1)
+    need = set(np.flatnonzero(sums == 0).tolist())
+    positions = [p for p in (lower_pos, upper_pos) if p >= 0]
+    for p in positions:
+        s = int(sorted_sums[p])
+        if _on_boundary(s, n):
+            need |= set(np.flatnonzero(sums == s).tolist())
+    if len(need) > MAX_RECHECK:
+        return None
+    recomputed = exact_means_at(d, seed, sorted(need))
+
+    def value_at(p: int) -> float:
+        s = int(sorted_sums[p])
+        if not _on_boundary(s, n):
+            return _round4_of_sum(s, n)
+        first = int(np.searchsorted(sorted_sums, s, side="left"))
+        group = sorted(recomputed[r] for r in np.flatnonzero(sums == s).tolist())
+        return exact.round4(group[p - first])
+
+    zero_means = [recomputed[r] for r in np.flatnonzero(sums == 0).tolist()]
+    negative = int(np.count_nonzero(sums < 0)) + sum(1 for m in zero_means if m < 0)
+    positive = int(np.count_nonzero(sums > 0)) + sum(1 for m in zero_means if m > 0)
+    approx = sums / 1000 / n
+    for r, m in recomputed.items():
+        approx[r] = m
+    return exact.BootstrapResult(
+        lower=value_at(lower_pos),
+        upper=value_at(upper_pos) if upper_pos >= 0 else None,
+        mean=exact.round4(exact._sequential_mean(d)),
+        p_regression=exact.round4(negative / n_resamples),
+        p_improvement=exact.round4(positive / n_resamples),
+        resample_means=np.sort(approx),
+    )

@@ -1,0 +1,75 @@
+"""The integer-sum bootstrap path gives exactly the reference path's answers, or steps aside."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from axl_action.compare import bootstrap, bootstrap_fast
+from axl_action.compare.bootstrap import BootstrapResult, bootstrap_many, resample_means_many
+
+
+def exact(d: np.ndarray, r: int, alpha: float, seed: int) -> BootstrapResult:
+    means = resample_means_many([d], r, seed, workers=1)[0]
+    return bootstrap._summarise(bootstrap._sequential_mean(d), means, r, alpha)
+
+
+def key(r: BootstrapResult) -> tuple[object, ...]:
+    return (r.lower, r.upper, r.mean, r.p_regression, r.p_improvement)
+
+
+def samples(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
+    if kind == 0:
+        return np.round(rng.normal(0, 0.2, n), 3)
+    if kind == 1:  # symmetric: many resample sums are exactly zero
+        half = np.round(rng.uniform(0, 0.3, n // 2 + 1), 3)
+        return np.concatenate([half, -half])[:n]
+    if kind == 2:  # real differences of 3-decimal scores
+        return np.round(rng.uniform(0, 1, n), 3) - np.round(rng.uniform(0, 1, n), 3)
+    return rng.choice(np.array([0.1, -0.1, 0.05, -0.05, 0.0, 0.2]), n)
+
+
+def test_fast_path_matches_the_exact_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bootstrap_fast, "MIN_N", 2)
+    rng = np.random.default_rng(0)
+    answered = 0
+    for trial in range(160):
+        n = int(rng.choice([2, 3, 5, 10, 40, 100, 1000]))
+        r = int(rng.choice([10, 100, 1000]))
+        alpha = float(rng.choice([0.05, 0.01, 0.1]))
+        seed = int(rng.integers(0, 2**31))
+        d = samples(rng, n, trial % 4)
+        results: dict[str, BootstrapResult] = {}
+        rest = bootstrap._fast_path({"x": d}, ["x"], n, r, alpha, seed, 1, results)
+        if rest:
+            continue  # too many resamples needed the exact sum: the caller uses the exact path
+        answered += 1
+        assert key(results["x"]) == key(exact(d, r, alpha, seed)), (n, r, alpha, seed, trial % 4)
+    assert answered > 140
+
+
+def test_reference_vectors_through_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bootstrap_fast, "MIN_N", 2)
+    sym = [0.1, -0.1, 0.05, -0.05, 0.02, -0.02, 0.08, -0.08, 0.03, -0.03]
+    got = bootstrap_many({"s": sym}, seed=42)["s"]
+    assert key(got) == (-0.039, 0.038, 0, 0.485, 0.506)
+
+
+def test_large_samples_take_the_fast_path_and_agree() -> None:
+    rng = np.random.default_rng(4)
+    d = np.round(rng.normal(0.01, 0.2, 5000), 3)
+    results: dict[str, BootstrapResult] = {}
+    assert bootstrap._fast_path({"x": d}, ["x"], len(d), 300, 0.05, 8, 2, results) == []
+    assert key(results["x"]) == key(exact(d, 300, 0.05, 8))
+
+
+def test_data_not_in_thousandths_uses_the_exact_path() -> None:
+    d = np.random.default_rng(1).normal(0, 0.2, 2000)
+    assert bootstrap_fast.as_thousandths(d) is None
+    assert bootstrap._fast_path({"x": d}, ["x"], len(d), 100, 0.05, 1, 1, {}) == ["x"]
+
+
+def test_all_zero_differences() -> None:
+    d = np.zeros(3000)
+    result = bootstrap_many({"z": d}, seed=1)["z"]
+    assert key(result) == (0, 0, 0, 0, 0)
