@@ -27,6 +27,7 @@ from axl_action.report.render import (
     render_summary,
 )
 from axl_action.schema import EvalResult, item_key
+from axl_action.schema.io import gc_paused
 
 
 def _first(value: EvalResult | Sequence[EvalResult] | None) -> EvalResult | None:
@@ -52,6 +53,16 @@ def render_report_html(
     comparison: Comparison | None = None,
 ) -> str:
     """The single-file HTML report for these results (first run of each side)."""
+    with gc_paused():
+        return _render_report_html(ctx, candidate, baseline, comparison)
+
+
+def _render_report_html(
+    ctx: ReportContext,
+    candidate: EvalResult | Sequence[EvalResult],
+    baseline: EvalResult | Sequence[EvalResult] | None,
+    comparison: Comparison | None,
+) -> str:
     cand = _first(candidate)
     assert cand is not None
     base = _first(baseline)

@@ -47,6 +47,7 @@ from axl_action.schema import (
     read_accounting,
     scorer_counts,
 )
+from axl_action.schema.io import gc_paused
 
 #: What the context keeps; renderers show less (see render.COMMENT_STEPS).
 STORE_LIMITS = ReportLimits(top_items=5000, excerpt_chars=600)
@@ -237,6 +238,19 @@ def build_report_context(
     limits: ReportLimits = STORE_LIMITS,
 ) -> ReportContext:
     """Everything the comment, summary and HTML report show, from already-loaded inputs."""
+    # Millions of live objects from a large run: a full GC pass here costs ~1 s and frees nothing.
+    with gc_paused():
+        return _build(candidate, baseline, comparison, gates, run_info, limits)
+
+
+def _build(
+    candidate: EvalResult | Sequence[EvalResult],
+    baseline: EvalResult | Sequence[EvalResult] | None,
+    comparison: Comparison | None,
+    gates: GateReport | None,
+    run_info: RunInfo | None,
+    limits: ReportLimits,
+) -> ReportContext:
     info = run_info or RunInfo()
     c_runs = _runs(candidate)
     b_runs = _runs(baseline) if baseline is not None else []
