@@ -184,20 +184,21 @@ def _item_changes(
     )
     regressions: list[ItemChange] = []
     improvements: list[ItemChange] = []
-    build = ItemChange.fast
+    build = ItemChange.builder()
     keys = al.keys
     for bi, ci, k, b_score, c_score, d, is_worse, j in rows:
         # Values are already typed; validating hundreds of thousands of changes would
-        # dominate the run time of a large comparison.
+        # dominate the run time of a large comparison. Field order: item_index, input,
+        # scorer, baseline_score, candidate_score, delta, candidate_index, key.
         change = build(
-            item_index=bi,
-            input=inputs[bi],
-            scorer=names[k],
-            baseline_score=b_score,
-            candidate_score=c_score,
-            delta=d,
-            candidate_index=ci if key_mode and ci != bi else None,
-            key=keys[j] if key_mode else None,
+            bi,
+            inputs[bi],
+            names[k],
+            b_score,
+            c_score,
+            d,
+            ci if key_mode and ci != bi else None,
+            keys[j] if key_mode else None,
         )
         (regressions if is_worse else improvements).append(change)
     return regressions, improvements

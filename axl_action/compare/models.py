@@ -12,6 +12,7 @@ a sentence explaining it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,6 +68,24 @@ class OutputModel(BaseModel):
         _set(obj, "__pydantic_extra__", None)
         _set(obj, "__pydantic_private__", None)
         return obj
+
+    @classmethod
+    def builder(cls) -> Callable[..., Self]:
+        """A positional constructor (fields in declaration order) for the hottest loops."""
+        names = tuple(cls.model_fields)
+        fields_set = frozenset(names)
+        new = cls.__new__
+        set_ = object.__setattr__
+
+        def build(*values: Any) -> Any:
+            obj = new(cls)
+            set_(obj, "__dict__", dict(zip(names, values, strict=True)))
+            set_(obj, "__pydantic_fields_set__", fields_set)
+            set_(obj, "__pydantic_extra__", None)
+            set_(obj, "__pydantic_private__", None)
+            return obj
+
+        return build
 
     def to_wire(self) -> dict[str, Any]:
         """JSON-ready dict in TS key order (declaration order), None fields omitted."""
