@@ -217,7 +217,9 @@
     chipBar.appendChild(b);
   });
 
-  var columns = [["index", "#"], ["worst", "Input"], ["outcome", "Outcome"]];
+  var columns = [["index", "#"], ["", "Input"]];
+  if (hasBase) { columns.push(["worst", "Worst Δ"]); }
+  columns.push(["outcome", "Outcome"]);
   scorers.forEach(function (name, k) { columns.push([hasBase ? "d" + k : "c" + k, name]); });
   columns.push(["cost", "Cost"]);
   columns.push(["latency", "Latency"]);
@@ -226,6 +228,7 @@
   columns.forEach(function (col) {
     var th = el("th");
     th.scope = "col";
+    if (!col[0]) { th.textContent = col[1]; headRow.appendChild(th); return; }
     var b = el("button", "sort", col[1]);
     b.type = "button";
     b.title = col[0] === "worst" ? "Sort by worst score change" : "Sort by " + col[1];
@@ -282,8 +285,11 @@
       tr.dataset.item = String(i);
       if (i === state.item) { tr.className += " selected"; tr.setAttribute("aria-selected", "true"); }
       tr.appendChild(el("td", "num", r[R_I]));
-      var inputTd = el("td", "title", r[R_TITLE]);
-      tr.appendChild(inputTd);
+      tr.appendChild(el("td", "title", r[R_TITLE]));
+      if (hasBase) {
+        var w = worstCache[i];
+        tr.appendChild(el("td", "num delta " + (w < 0 ? "bad" : w > 0 ? "good" : ""), isNaN(w) ? "—" : signed(w)));
+      }
       tr.appendChild(outcomeCell(r));
       for (var k = 0; k < scorers.length; k++) { tr.appendChild(scoreCell(r, k)); }
       tr.appendChild(el("td", "num", usd(r[R_COST])));
@@ -582,7 +588,7 @@
       try { v = decodeURIComponent(v); } catch (e) { return; }
       if (k === "f") { s.chips = v.split(",").filter(function (c) { return chipById[c]; }); }
       else if (k === "q") { s.q = v.toLowerCase(); }
-      else if (k === "sort" && columns.some(function (c) { return c[0] === v; })) { s.sort = v; }
+      else if (k === "sort" && v && columns.some(function (c) { return c[0] === v; })) { s.sort = v; }
       else if (k === "dir") { s.dir = v === "desc" ? -1 : 1; }
       else if (k === "p") { s.page = Math.max(0, (parseInt(v, 10) || 1) - 1); }
       else if (k === "item") { var n = parseInt(v, 10); s.item = n >= 0 && n < N ? n : -1; }
