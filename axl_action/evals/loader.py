@@ -33,7 +33,8 @@ class LoadedEval:
     label: str
     """How messages name it: the file path, plus ``#<name>`` when a file defines several evals."""
     definition: EvalDefinition
-    """The definition, with ``execute_workflow`` resolved (never ``None``)."""
+    """The definition, with ``execute_workflow`` resolved (``None`` only when loaded without
+    ``require_workflow``)."""
 
     @property
     def execute_workflow(self) -> ExecuteWorkflow:
@@ -136,8 +137,12 @@ def _innermost_line(exc: BaseException, path: Path) -> str:
     return line
 
 
-def load_eval_file(path: Path) -> list[LoadedEval]:
-    """Import ``path`` and return its evals (validated, workflow callback resolved)."""
+def load_eval_file(path: Path, *, require_workflow: bool = True) -> list[LoadedEval]:
+    """Import ``path`` and return its evals (validated, workflow callback resolved).
+
+    ``require_workflow=False`` (rescore: only the scorers are used) accepts an eval without a
+    workflow callback; its ``execute_workflow`` stays ``None``.
+    """
     if not path.is_file():
         raise EvalDefinitionError(f"{path}: no such file")
     module = _import(path)
@@ -168,14 +173,14 @@ def load_eval_file(path: Path) -> list[LoadedEval]:
         if problem:
             raise EvalDefinitionError(f"{path} {problem}")
         assert isinstance(candidate, EvalDefinition)
-        if candidate.execute_workflow is None:
-            if fallback is None:
-                public = [k for k in vars(module) if not k.startswith("_")]
-                raise EvalDefinitionError(
-                    f"{path}: eval {candidate.workflow!r} has no workflow callback (found: {', '.join(public)})",
-                    hint="pass execute_workflow= to define_eval or define execute_workflow(input, runtime)",
-                )
+        if candidate.execute_workflow is None and fallback is not None:
             candidate = replace(candidate, execute_workflow=fallback)
+        elif candidate.execute_workflow is None and require_workflow:
+            public = [k for k in vars(module) if not k.startswith("_")]
+            raise EvalDefinitionError(
+                f"{path}: eval {candidate.workflow!r} has no workflow callback (found: {', '.join(public)})",
+                hint="pass execute_workflow= to define_eval or define execute_workflow(input, runtime)",
+            )
         label = str(path)
         if len(candidates) > 1:
             label = f"{path}#{names.get(id(candidates[index]), index)}"

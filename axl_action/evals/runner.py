@@ -18,11 +18,16 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from axl_action.errors import AxlError, ItemErrorRateError
 from axl_action.evals.capture_refs import RefCollector
+from axl_action.evals.common import (
+    capture_manifest,
+    empty_accounting_wire,
+    iso_now,
+    tracker_for,
+)
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
 from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.jsonsafe import json_safe
@@ -45,41 +50,13 @@ from axl_action.runtime.scope import (
     TrackResult,
     is_abort,
     is_admission_denial,
-    track,
 )
-from axl_action.schema.accounting import empty_accounting
 from axl_action.schema.fingerprint import dataset_fingerprint, scorer_fingerprint
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
 RESERVED_METADATA_KEYS = frozenset(
     {"models", "modelCallCounts", "workflows", "workflowCallCounts", "tokens", "agentCalls"}
 )
-
-
-def empty_accounting_wire() -> dict[str, Any]:
-    """``emptyAccounting()`` as a fresh wire dict: all zero, complete, empty maps (spec §7.1)."""
-    return empty_accounting().to_wire()
-
-
-def uninstrumented_accounting() -> dict[str, Any]:
-    """The fixed record of a runtime without a measurement rail (spec §5.1)."""
-    record = empty_accounting_wire()
-    record["completeness"] = "incomplete"
-    record["reasons"] = {"uninstrumented": 1}
-    return record
-
-
-def _track_uninstrumented(fn: Callable[[], Any], **_: Any) -> TrackResult[Any]:
-    try:
-        value = fn()
-    except Exception as exc:
-        return TrackResult("rejected", None, exc, accounting=uninstrumented_accounting())
-    return TrackResult("fulfilled", value, None, accounting=uninstrumented_accounting())
-
-
-def iso_now() -> str:
-    """``Date.toISOString()``: UTC, millisecond precision, trailing ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass
@@ -148,8 +125,7 @@ def execute_eval(
             hint="pass execute_workflow= to define_eval",
         )
     runtime = runtime if runtime is not None else Runtime()
-    instrumented = bool(getattr(runtime, "instrumented", True))
-    tracker: Callable[..., TrackResult[Any]] = track if instrumented else _track_uninstrumented
+    instrumented, tracker = tracker_for(runtime)
     cancel = cancel_event or threading.Event()
     result_id = result_id or str(uuid.uuid4())
     started = time.perf_counter()
@@ -236,28 +212,13 @@ def execute_eval(
     result["accounting"] = accounting
     if refs is not None:
         refs.attach(items)
-        result["diagnostics"] = _manifest(capture)
+        result["diagnostics"] = capture_manifest(capture)
     result["duration"] = elapsed_ms(started)
     result["items"] = items
     result["summary"] = summary
     if on_progress is not None:
         on_progress({"type": "run_done", "totalItems": len(items), "failures": summary["failures"]})
     return result
-
-
-def _manifest(sink: Any) -> dict[str, Any]:
-    """``EvalResult.diagnostics`` from the sink's ``close()`` figures (spec §16)."""
-    manifest: dict[str, Any] = {
-        "version": 1,
-        "artifactId": str(getattr(sink, "artifact_id", "") or f"art_{uuid.uuid4()}"),
-        "fidelity": "runtime_request",
-    }
-    close = getattr(sink, "close", None)
-    figures = close() if callable(close) else None
-    if not isinstance(figures, Mapping):
-        figures = {"status": "complete", "records": 0, "bytes": 0, "redaction": "none"}
-    manifest.update(figures)
-    return manifest
 
 
 def _scorer_limit(value: Any) -> float | None:

@@ -1,0 +1,59 @@
+"""Run-level pieces shared by ``run_eval`` and ``rescore``: records, clock, scope tracker, manifest."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from axl_action.runtime.scope import TrackResult, track
+from axl_action.schema.accounting import empty_accounting
+
+
+def empty_accounting_wire() -> dict[str, Any]:
+    """``emptyAccounting()`` as a fresh wire dict: all zero, complete, empty maps (spec §7.1)."""
+    return empty_accounting().to_wire()
+
+
+def uninstrumented_accounting() -> dict[str, Any]:
+    """The fixed record of a runtime without a measurement rail (spec §5.1)."""
+    record = empty_accounting_wire()
+    record["completeness"] = "incomplete"
+    record["reasons"] = {"uninstrumented": 1}
+    return record
+
+
+def track_uninstrumented(fn: Callable[[], Any], **_: Any) -> TrackResult[Any]:
+    """``track`` for a runtime without a measurement rail: runs ``fn``, reports the fixed record."""
+    try:
+        value = fn()
+    except Exception as exc:
+        return TrackResult("rejected", None, exc, accounting=uninstrumented_accounting())
+    return TrackResult("fulfilled", value, None, accounting=uninstrumented_accounting())
+
+
+def tracker_for(runtime: Any) -> tuple[bool, Callable[..., TrackResult[Any]]]:
+    """(instrumented, scope tracker) for ``runtime``."""
+    instrumented = bool(getattr(runtime, "instrumented", True))
+    return instrumented, (track if instrumented else track_uninstrumented)
+
+
+def iso_now() -> str:
+    """``Date.toISOString()``: UTC, millisecond precision, trailing ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def capture_manifest(sink: Any) -> dict[str, Any]:
+    """``EvalResult.diagnostics`` from the sink's ``close()`` figures (spec §16)."""
+    manifest: dict[str, Any] = {
+        "version": 1,
+        "artifactId": str(getattr(sink, "artifact_id", "") or f"art_{uuid.uuid4()}"),
+        "fidelity": "runtime_request",
+    }
+    close = getattr(sink, "close", None)
+    figures = close() if callable(close) else None
+    if not isinstance(figures, Mapping):
+        figures = {"status": "complete", "records": 0, "bytes": 0, "redaction": "none"}
+    manifest.update(figures)
+    return manifest

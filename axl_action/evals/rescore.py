@@ -1,0 +1,281 @@
+"""``rescore``: run new scorers over the saved outputs of a result, without re-running the workflow.
+
+Layout of the accounting scopes (spec §17)::
+
+    rescore scope (purpose judging, admission = the rescore budget, capture sink)
+    └─ item scope (judging)               one per completed source item, concurrently
+       └─ scorer scope (judging)          one per scorer (the shared scoring loop)
+
+Every unit of spend is new judging: the source run's spend is never added, only referenced
+through ``accounting.source`` (its id and the original generation record). Source items that
+errored are passed through unscored at a measured $0; there is no case-level budget admission,
+so after the budget closes LLM scorers are ``budget_skipped`` while deterministic ones still run.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from axl_action.evals.capture_refs import RefCollector
+from axl_action.evals.common import capture_manifest, empty_accounting_wire, iso_now, tracker_for
+from axl_action.evals.pool import run_pool
+from axl_action.evals.scorer import Scorer
+from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
+from axl_action.evals.summary import coverage, scorer_sample
+from axl_action.runtime.admission import AdmissionController, parse_budget
+from axl_action.runtime.runtime import Runtime
+from axl_action.runtime.scope import CaptureSink, TrackResult
+from axl_action.schema.numbers import compute_stats
+
+if TYPE_CHECKING:
+    from axl_action.schema import EvalResult
+
+DEFAULT_CONCURRENCY = 5
+"""Items rescored at once, and scorers per item, unless told otherwise."""
+
+# A rescore is not a member of the source's --runs batch, and a --scorers stamp described the
+# source's scorer set, not the new one.
+_NOT_INHERITED = ("runGroupId", "runIndex", "scorerFiltered", "scorersRun")
+
+
+def rescore(
+    result: EvalResult | Mapping[str, Any],
+    scorers: Sequence[Scorer],
+    runtime: Any = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    scorer_concurrency: int = DEFAULT_CONCURRENCY,
+    cancel_event: threading.Event | None = None,
+    budget: str | None = None,
+    capture: CaptureSink | None = None,
+) -> EvalResult:
+    """Re-score the outputs of ``result`` with ``scorers``; returns a new :class:`EvalResult`.
+
+    ``budget`` (``"$1"``, ``"0.50"``) limits only the new judging spend; an invalid one raises
+    :class:`~axl_action.errors.BudgetError` before anything is scored. ``cancel_event`` stops
+    starting new items and scorers once set. ``capture`` receives the judge calls' request
+    records (the source's own records are not carried over).
+    """
+    from axl_action.schema import WIRE, EvalResult
+
+    wire = execute_rescore(
+        result,
+        scorers,
+        runtime,
+        concurrency=concurrency,
+        scorer_concurrency=scorer_concurrency,
+        cancel_event=cancel_event,
+        budget=budget,
+        capture=capture,
+    )
+    # WIRE keeps each item's key order: the reference writes a different order per rule.
+    return EvalResult.model_validate(wire, context=WIRE)
+
+
+def execute_rescore(
+    result: EvalResult | Mapping[str, Any],
+    scorers: Sequence[Scorer],
+    runtime: Any = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    scorer_concurrency: int = DEFAULT_CONCURRENCY,
+    cancel_event: threading.Event | None = None,
+    budget: str | None = None,
+    capture: CaptureSink | None = None,
+    result_id: str | None = None,
+) -> dict[str, Any]:
+    """:func:`rescore` returning ordered wire data (``result_id`` fixes the new id)."""
+    started = time.perf_counter()
+    result_id = result_id or str(uuid.uuid4())
+    admission = AdmissionController(parse_budget(budget)) if budget is not None else None
+    source = _source_wire(result)
+    runtime = runtime if runtime is not None else Runtime()
+    instrumented, tracker = tracker_for(runtime)
+    cancel = cancel_event or threading.Event()
+    scorers = list(scorers)
+    env = ScoringEnv(
+        runtime=runtime,
+        instrumented=instrumented,
+        cancel_event=cancel,
+        admission=admission,
+        scorer_concurrency=scorer_concurrency,
+        track_scope=tracker,
+        capturing=capture is not None,
+    )
+    refs = RefCollector(capture) if capture is not None else None
+    source_items: list[Mapping[str, Any]] = list(source.get("items") or [])
+    rescored: list[dict[str, Any] | None] = [None] * len(source_items)
+
+    def process(index: int) -> None:
+        rescored[index] = _rescore_item(index, source_items[index], scorers, env, tracker)
+
+    run_scope = tracker(
+        lambda: run_pool(len(source_items), concurrency, process, name="axl-eval-rescore"),
+        purpose="judging",
+        admission=admission,
+        capture=refs,
+    )
+    if run_scope.status == "rejected":
+        if capture is not None:
+            capture_manifest(capture)
+        assert run_scope.error is not None
+        raise run_scope.error
+    items = [item for item in rescored if item is not None]
+
+    accounting: dict[str, Any] = dict(run_scope.accounting)
+    accounting["scope"] = "rescore"
+    accounting["source"] = {"runId": source.get("id"), "generation": _generation(source)}
+    if admission is not None:
+        accounting["budget"] = admission.snapshot()
+
+    out: dict[str, Any] = {
+        "id": result_id,
+        "dataset": source.get("dataset"),
+        "metadata": _metadata(source, scorers, len(items)),
+        "timestamp": iso_now(),
+        "totalCost": accounting["knownCost"],
+    }
+    if accounting["completeness"] != "complete":
+        out["unpriced"] = True
+    out["accounting"] = accounting
+    if refs is not None:
+        refs.attach(items)
+        out["diagnostics"] = capture_manifest(capture)
+    out["duration"] = elapsed_ms(started)
+    out["items"] = items
+    out["summary"] = _summary(source, items, scorers)
+    return out
+
+
+def _source_wire(result: EvalResult | Mapping[str, Any]) -> Mapping[str, Any]:
+    to_wire = getattr(result, "to_wire", None)
+    if callable(to_wire):
+        wire: Mapping[str, Any] = to_wire()
+        return wire
+    return result  # type: ignore[return-value]
+
+
+def _head(original: Mapping[str, Any]) -> dict[str, Any]:
+    """``input``, ``annotations``, ``output`` as the source had them (absent stays absent)."""
+    return {key: original[key] for key in ("input", "annotations", "output") if key in original}
+
+
+def _rescore_item(
+    index: int,
+    original: Mapping[str, Any],
+    scorers: Sequence[Scorer],
+    env: ScoringEnv,
+    tracker: Callable[..., TrackResult[Any]],
+) -> dict[str, Any]:
+    """The three per-item rules of spec §17, first match wins."""
+    item = _head(original)
+    if env.cancel_event.is_set():
+        # Lower-case "cancelled" and no cost views: the reference's exact shape for this rule.
+        item.update(
+            {
+                "error": "cancelled",
+                "outcome": "cancelled",
+                "accounting": empty_accounting_wire(),
+                "scores": {},
+            }
+        )
+        return item
+    if original.get("error"):
+        item["error"] = original["error"]
+        if original.get("outcome"):
+            item["outcome"] = original["outcome"]
+        if original.get("failure"):
+            item["failure"] = original["failure"]
+        # Both compat views as a measured $0, so no reader falls back to the legacy fields
+        # and reports the source run's spend as this rescore's.
+        item.update({"accounting": empty_accounting_wire(), "cost": 0, "scorerCost": 0, "scores": {}})
+        return item
+
+    for key in ("metadata", "traces"):
+        if key in original:
+            item[key] = original[key]
+    item["outcome"] = "completed"
+    item["scores"] = {}
+    item["scoreDetails"] = {}
+    output = original.get("output")
+    input_ = original.get("input")
+    annotations = original.get("annotations")
+    scope = tracker(
+        lambda: score_item(item, output, input_, annotations, scorers, env),
+        purpose="judging",
+        capture_correlation={"caseIndex": index} if env.capturing else None,
+    )
+    if scope.status == "rejected":
+        # score_item handles every scorer failure itself: this is a bug, not an item outcome.
+        assert scope.error is not None
+        raise scope.error
+    accounting = scope.accounting
+    item["accounting"] = accounting
+    item["cost"] = accounting["breakdown"]["generation"]
+    item["scorerCost"] = accounting["breakdown"]["judging"]
+    if accounting["completeness"] != "complete":
+        item["unpriced"] = True
+    return item
+
+
+def _generation(source: Mapping[str, Any]) -> Any:
+    """The original generation run's accounting: carried through rescores of rescores, the
+    source's own record otherwise, ``None`` for a legacy source (never synthesized)."""
+    accounting = source.get("accounting")
+    if not isinstance(accounting, Mapping):
+        return None
+    if accounting.get("scope") == "rescore":
+        provenance = accounting.get("source")
+        return copy.deepcopy(provenance.get("generation")) if isinstance(provenance, Mapping) else None
+    return copy.deepcopy(dict(accounting))
+
+
+def _metadata(source: Mapping[str, Any], scorers: Sequence[Scorer], count: int) -> dict[str, Any]:
+    inherited = source.get("metadata")
+    rest = copy.deepcopy(dict(inherited)) if isinstance(inherited, Mapping) else {}
+    for key in _NOT_INHERITED:
+        rest.pop(key, None)
+    # An existing key keeps its position (as the reference's object spread does).
+    metadata = {
+        **rest,
+        "rescored": True,
+        "originalId": source.get("id"),
+        "scorerTypes": {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers},
+    }
+    workflow = source.get("workflow")
+    if not isinstance(metadata.get("workflows"), list) and isinstance(workflow, str) and workflow:
+        # Pre-0.14 files named the workflow at the top level only.
+        metadata["workflows"] = [workflow]
+        metadata["workflowCounts"] = {workflow: count}
+    return metadata
+
+
+def _summary(
+    source: Mapping[str, Any], items: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer]
+) -> dict[str, Any]:
+    """count, failures, coverage, scorers, and the source's timing (no gates: spec §17)."""
+    names = [s.name for s in scorers]
+    stats: dict[str, Any] = {}
+    for name in names:
+        values, scored, failed, skipped = scorer_sample(items, name)
+        stats[name] = {**compute_stats(values), "scored": scored, "failed": failed, "skipped": skipped}
+    summary: dict[str, Any] = {
+        "count": len(items),
+        "failures": sum(1 for item in items if item.get("error")),
+        "coverage": coverage(items, names),
+        "scorers": stats,
+    }
+    # No generation ran, so the source's wall-clock and provider latency are still the only
+    # measurements of these outputs; modelTiming cannot be rebuilt from item sums.
+    source_summary = source.get("summary")
+    if isinstance(source_summary, Mapping):
+        if source_summary.get("timing"):
+            summary["timing"] = dict(source_summary["timing"])
+        if source_summary.get("modelTiming"):
+            summary["modelTiming"] = copy.deepcopy(source_summary["modelTiming"])
+    return summary
