@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from axl_action.errors import UsageError
+from axl_action.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
     from axl_action.compare.models import GateReport
@@ -262,8 +262,13 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
 
         payload = {"comparison": comparison.to_wire(), "gates": report.to_wire()}
         target = Path(args.json_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(dumps_js(payload) + "\n", encoding="utf-8")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(dumps_js(payload) + "\n", encoding="utf-8")
+        except OSError as err:
+            raise InputFileError(
+                f"cannot write --json file {target}: {err.strerror or err}", hint="pass a writable file path"
+            ) from None
         print(f"Comparison saved to {target}", file=stdout)
     return code
 

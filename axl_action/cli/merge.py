@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from axl_action.errors import UsageError
+from axl_action.errors import InputFileError, UsageError
 
 SUMMARY = "Join the results of --shard i/n runs into one result"
 
@@ -67,7 +67,12 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
         is_list = is_list or result_file.is_list
         loaded.append((path, result_file.results))
     merged = merge_files(loaded)
-    target = write_result_file(output, merged if is_list else merged[0])
+    try:
+        target = write_result_file(output, merged if is_list else merged[0])
+    except OSError as err:
+        raise InputFileError(
+            f"cannot write --output file {output}: {err.strerror or err}", hint="pass a writable file path"
+        ) from None
     first = merged[0]
     shards = first.metadata.get("merged", {}).get("shards")
     print(f"Merged {shards} shard(s) into {len(first.items)} items: {target}", file=stdout)

@@ -188,3 +188,15 @@ def test_subprocess_exit_code_and_no_traceback() -> None:
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("Error: Cannot compare evals from different datasets")
+
+
+def test_unwritable_json_target_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(
+        capsys,
+        str(LEGACY / "tiny3-baseline.json"),
+        str(LEGACY / "tiny3-candidate.json"),
+        "--json",
+        str(tmp_path),
+    )
+    assert code == 1
+    assert err.strip().splitlines()[-1].startswith(f"Error: cannot write --json file {tmp_path}")

@@ -93,3 +93,9 @@ def test_quickstart_baseline_against_a_fresh_candidate(
     assert "not certified: case coverage differs at item 20" in out.out
     gates = {g["name"]: g["status"] for g in data["gates"]["gates"]}
     assert gates["item-error-rate"] == "warn"
+
+
+def test_unwritable_output_is_one_line(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shards = [str(runs / f"s{i}.json") for i in (1, 2, 3)]
+    assert main(["merge", *shards, "--output", str(runs)]) == 1
+    assert capsys.readouterr().err.startswith(f"Error: cannot write --output file {runs}")
