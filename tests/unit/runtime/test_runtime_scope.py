@@ -321,4 +321,9 @@ def test_awaitables_work_when_the_thread_already_runs_a_loop() -> None:
         result = track(body)  # called from async code, as in a notebook
         return result.value, result.accounting["knownCost"]
 
-    assert asyncio.run(caller()) == (3, 0.25)
+    # Run on a fresh thread: a session-scoped Playwright (sync API) elsewhere in the suite
+    # keeps an event loop running on the main thread.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(asyncio.run, caller()).result() == (3, 0.25)
