@@ -118,7 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--capture-requests",
         action="store_true",
-        help="write every provider request/response (redacted) to <output>.requests.jsonl",
+        help="write every provider request/response (secrets redacted) to <output>.requests.jsonl",
+    )
+    parser.add_argument(
+        "--redact-content",
+        action="store_true",
+        help="with --capture-requests: also replace prompt and completion text in the captured records",
     )
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables, only gate lines")
@@ -205,6 +210,8 @@ def run(argv: list[str]) -> int:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
     if args.capture_requests and not args.output:
         raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
+    if args.redact_content and not args.capture_requests:
+        raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
 
     from axl_action.evals.loader import expand_paths
 
@@ -241,11 +248,11 @@ def _runtime(pricing: str | None) -> Any:
     return Runtime(pricing=table)
 
 
-def _sidecar_sink(output: Path, result_id: str) -> Any:
+def _sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) -> Any:
     from axl_action.providers.capture import CaptureSink, sidecar_path
 
     part = sidecar_path(output).with_name(f".{sidecar_path(output).name}.{result_id}.part")
-    sink = CaptureSink(part)
+    sink = CaptureSink(part, redact_content=redact_content)
     sink.artifact_id = f"art_{result_id}"  # type: ignore[attr-defined]
     return sink
 
@@ -296,7 +303,11 @@ def _run_one(
 
     def once(run_label: str) -> dict[str, Any]:
         result_id = str(uuid.uuid4())
-        sink = _sidecar_sink(Path(args.output), result_id) if args.capture_requests else None
+        sink = (
+            _sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            if args.capture_requests
+            else None
+        )
         progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
         result = execute_eval(
             definition,

@@ -1,0 +1,198 @@
+"""``axl-eval rescore <results.json> <eval-file> [flags]``: re-score saved outputs with new scorers.
+
+The workflow is not run again: every completed item of the results file is scored by the eval
+file's scorers, items that errored in the source run are carried over unscored. The output
+mirrors the input's shape (an array in, an array out).
+
+Exit codes: 0 rescored; 1 a bad flag or file, an invalid budget (nothing written), or a
+rescore stopped by its budget (after writing); 130 / 143 interrupted by SIGINT / SIGTERM (the
+results rescored so far are still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from axl_action.cli.run import (
+    _budget,
+    _Interrupt,
+    _join_sidecar,
+    _Parser,
+    _positive_int,
+    _runtime,
+    _sidecar_sink,
+    env_int,
+)
+from axl_action.errors import EvalDefinitionError, InputFileError, UsageError
+
+SUMMARY = "Re-run scorers on the saved outputs of a results file"
+USAGE_HINT = "axl-eval rescore <results.json> <eval-file> [--output FILE] [--budget $X]"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The rescore command's flags."""
+    parser = _Parser(
+        prog="axl-eval rescore",
+        description=(
+            "Score the saved outputs of a results file again with the scorers of an eval file, "
+            "without re-running the workflow."
+        ),
+        allow_abbrev=False,
+    )
+    parser.add_argument("paths", nargs="*", metavar="results.json eval-file", help=argparse.SUPPRESS)
+    parser.add_argument("--output", metavar="FILE", help="write the rescored results JSON here (atomically)")
+    parser.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="$X",
+        help='stop admitting NEW judging spend at this USD amount, e.g. "$1" (the source run\'s '
+        "spend is not counted)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="items rescored at once (default: $AXL_EVAL_CONCURRENCY, else 5)",
+    )
+    parser.add_argument(
+        "--capture-requests",
+        action="store_true",
+        help="write every judge request/response (secrets redacted) to <output>.requests.jsonl",
+    )
+    parser.add_argument(
+        "--redact-content",
+        action="store_true",
+        help="with --capture-requests: also replace prompt and completion text in the captured records",
+    )
+    parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
+    # Recognized so that they are refused with a reason instead of "unknown flag".
+    parser.add_argument("--scorers", metavar="a,b", help=argparse.SUPPRESS)
+    parser.add_argument("--max-item-error-rate", metavar="R", help=argparse.SUPPRESS)
+    return parser
+
+
+def _check(args: argparse.Namespace) -> tuple[Path, Path]:
+    if args.scorers is not None:
+        raise UsageError(
+            "--scorers is not supported with rescore",
+            hint="put the subset of scorers you want in the eval file instead",
+        )
+    if args.max_item_error_rate is not None:
+        raise UsageError(
+            "--max-item-error-rate is not supported with rescore; item failures belong to the "
+            "source run — gate them with `axl-eval compare`"
+        )
+    if len(args.paths) != 2:
+        got = f"got {len(args.paths)} path(s)" + (f": {' '.join(args.paths)}" if args.paths else "")
+        raise UsageError(f"rescore needs a results file and an eval file, {got}", hint=USAGE_HINT)
+    if args.capture_requests and not args.output:
+        raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
+    if args.redact_content and not args.capture_requests:
+        raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
+    return Path(args.paths[0]), Path(args.paths[1])
+
+
+def _scorers(eval_path: Path) -> list[Any]:
+    from axl_action.evals.loader import load_eval_file
+
+    loaded = load_eval_file(eval_path, require_workflow=False)
+    if len(loaded) != 1:
+        labels = ", ".join(e.label for e in loaded)
+        raise EvalDefinitionError(
+            f"{eval_path} defines {len(loaded)} evals ({labels}); rescore needs exactly one",
+            hint="put the scorers for the rescore in a file with a single eval",
+        )
+    return list(loaded[0].definition.scorers)
+
+
+def run(argv: list[str]) -> int:
+    """Entry point of ``axl-eval rescore``; returns the exit code."""
+    from axl_action.evals import console
+    from axl_action.schema import load_result_file
+
+    args = build_parser().parse_intermixed_args(argv)
+    results_path, eval_path = _check(args)
+    source = load_result_file(results_path)
+    scorers = _scorers(eval_path)
+    concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
+    runtime = _runtime(args.pricing)
+
+    interrupt = _Interrupt()
+    interrupt.install()
+    try:
+        rescored = _rescore_all(source.results, scorers, runtime, args, concurrency, interrupt.event)
+    finally:
+        interrupt.restore()
+    for result in rescored:
+        print("\n" + console.format_table(result) + "\n")
+    if args.output and rescored:
+        _write(Path(args.output), rescored, as_list=source.is_list)
+    if interrupt.signum is not None:
+        print(
+            f"[axl-eval] Interrupted: wrote the results rescored so far ({len(rescored)} result(s)).",
+            file=sys.stderr,
+        )
+        return interrupt.exit_code
+    code = 0
+    for result in rescored:
+        message = console.budget_stop_message(result, f"rescore {results_path}")
+        if message:
+            print(message, file=sys.stderr)
+            code = 1
+    return code
+
+
+def _rescore_all(
+    sources: list[Any],
+    scorers: list[Any],
+    runtime: Any,
+    args: argparse.Namespace,
+    concurrency: int,
+    cancel: threading.Event,
+) -> list[dict[str, Any]]:
+    from axl_action.evals.rescore import execute_rescore
+
+    out: list[dict[str, Any]] = []
+    for source in sources:
+        if cancel.is_set():
+            break
+        result_id = str(uuid.uuid4())
+        sink = (
+            _sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            if args.capture_requests
+            else None
+        )
+        out.append(
+            execute_rescore(
+                source,
+                scorers,
+                runtime,
+                concurrency=concurrency,
+                cancel_event=cancel,
+                budget=args.budget,
+                capture=sink,
+                result_id=result_id,
+            )
+        )
+    return out
+
+
+def _write(output: Path, results: list[dict[str, Any]], *, as_list: bool) -> None:
+    from axl_action.schema import WIRE, EvalResult, write_result_file
+
+    # WIRE keeps each item's key order (it differs per rescore rule).
+    models = [EvalResult.model_validate(r, context=WIRE) for r in results]
+    try:
+        write_result_file(output, models if as_list else models[0])
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot write the rescored results to {output}: {exc.strerror or exc}",
+            hint="check that the directory is writable, or pass another --output",
+        ) from None
+    print(f"Rescored results saved to {output}")
+    _join_sidecar(output, results)
