@@ -13,7 +13,7 @@ a sentence explaining it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -37,6 +37,15 @@ worth reading, never changes the exit code. ``skipped``: not enabled or nothing 
 
 
 _FIELD_NAMES: dict[type[BaseModel], frozenset[str]] = {}
+# Per class: (field name, wire name, write None as null, may hold models) in declaration order.
+_WIRE_LAYOUT: dict[type[BaseModel], tuple[tuple[str, str, bool, bool], ...]] = {}
+
+
+def _holds_models(annotation: Any) -> bool:
+    """Whether a field's type can contain an OutputModel (else its value is plain JSON data)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_models(arg) for arg in get_args(annotation))
 
 
 class OutputModel(BaseModel):
@@ -89,12 +98,23 @@ class OutputModel(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """JSON-ready dict in TS key order (declaration order), None fields omitted."""
+        cls = type(self)
+        layout = _WIRE_LAYOUT.get(cls)
+        if layout is None:
+            layout = _WIRE_LAYOUT[cls] = tuple(
+                (name, field.alias or name, name in cls._nullable_on_wire, _holds_models(field.annotation))
+                for name, field in cls.model_fields.items()
+            )
+        values = self.__dict__
         out: dict[str, Any] = {}
-        for name, field in type(self).model_fields.items():
-            value = getattr(self, name)
-            if value is None and name not in self._nullable_on_wire:
+        for name, alias, keep_none, nested in layout:
+            value = values[name]
+            if value is None:
+                if keep_none:
+                    out[alias] = None
                 continue
-            out[field.alias or name] = _wire(value)
+            # Plain JSON data (item inputs, metadata) is passed through without copying.
+            out[alias] = _wire(value) if nested else value
         return out
 
 
