@@ -249,11 +249,18 @@ def _summary(shards: Sequence[EvalResult], items: list[EvalItem]) -> dict[str, A
     return summary
 
 
-def merge_results(shards: Sequence[tuple[str, EvalResult]], *, result_id: str | None = None) -> EvalResult:
-    """Merge one run's shards (``(label, result)`` pairs, labels name them in errors)."""
+def merge_results(
+    shards: Sequence[EvalResult | tuple[str, EvalResult]], *, result_id: str | None = None
+) -> EvalResult:
+    """Merge one run's shards, given in any order.
+
+    Each shard is a result or a ``(label, result)`` pair; the label (a file name, say) is how
+    error messages name it, defaulting to ``result <id>``.
+    """
     if not shards:
         raise CompareError("no shard results to merge", hint=_HINT)
-    count, total, ordered = _validate(shards)
+    labelled = [s if isinstance(s, tuple) else (f"result {s.id}", s) for s in shards]
+    count, total, ordered = _validate(labelled)
     results = [r for _, r in ordered]
     slots: list[EvalItem | None] = [None] * total
     for k, r in enumerate(results):

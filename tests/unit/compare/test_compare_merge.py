@@ -98,3 +98,15 @@ def test_multi_run_shards_merge_run_by_run() -> None:
     assert len(merged) == 2 and all(len(m.items) == 7 for m in merged)
     with pytest.raises(CompareError, match=r"holds 1 run\(s\) but a.json holds 2"):
         merge_files([("a.json", [shard(1, 2), shard(1, 2)]), ("b.json", [shard(2, 2)])])
+
+
+def test_plain_results_are_labelled_by_id() -> None:
+    merged = merge_results([shard(2, 2), shard(1, 2)])
+    assert len(merged.items) == 7
+    with pytest.raises(CompareError, match=r"missing shard\(s\) 2/2"):
+        merge_results([shard(1, 2)])
+    with pytest.raises(
+        CompareError,
+        match=r"result s1 has an invalid|shard 1/2 is given more than once \(result s1, result s1\)",
+    ):
+        merge_results([shard(1, 2), shard(1, 2), shard(2, 2)])
