@@ -125,7 +125,7 @@ def run(argv: list[str]) -> int:
     interrupt = _Interrupt()
     interrupt.install()
     try:
-        rescored = _rescore_all(source.results, scorers, runtime, args, concurrency, interrupt.event)
+        rescored = _rescore_all(source, scorers, runtime, args, concurrency, interrupt.event)
     finally:
         interrupt.restore()
     for result in rescored:
@@ -148,7 +148,7 @@ def run(argv: list[str]) -> int:
 
 
 def _rescore_all(
-    sources: list[Any],
+    source_file: Any,
     scorers: list[Any],
     runtime: Any,
     args: argparse.Namespace,
@@ -158,15 +158,15 @@ def _rescore_all(
     from axl_action.evals.rescore import execute_rescore
 
     out: list[dict[str, Any]] = []
-    for source in sources:
+    for source in source_file.results:
         if cancel.is_set():
             break
         result_id = str(uuid.uuid4())
-        sink = (
-            _sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
-            if args.capture_requests
-            else None
-        )
+        sink = None
+        records = None
+        if args.capture_requests:
+            sink = _sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            records = source_records(Path(source_file.path), source, only_referenced=source_file.is_list)
         out.append(
             execute_rescore(
                 source,
@@ -176,10 +176,52 @@ def _rescore_all(
                 cancel_event=cancel,
                 budget=args.budget,
                 capture=sink,
+                source_records=records,
                 result_id=result_id,
             )
         )
     return out
+
+
+def source_records(results_path: Path, source: Any, *, only_referenced: bool) -> list[dict[str, Any]] | None:
+    """The source run's captured requests from its sidecar next to the results file.
+
+    ``None`` when the source captured nothing or its sidecar is gone. A sidecar written for
+    several results holds all their records: ``only_referenced`` keeps those this result's
+    items point at. Unparseable lines are skipped, as in the reference's sidecar reader.
+    """
+    import json
+
+    from axl_action.providers.capture import sidecar_path
+
+    if source.diagnostics is None or not source.diagnostics.artifact_id:
+        return None
+    try:
+        text = sidecar_path(results_path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    records: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("operationId"), str):
+            records.append(record)
+    if only_referenced:
+        wanted = _referenced_operations(source)
+        records = [r for r in records if r["operationId"] in wanted]
+    return records
+
+
+def _referenced_operations(source: Any) -> set[str]:
+    wanted: set[str] = set()
+    for item in source.items:
+        refs = [item.diagnostics] + [d.diagnostics for d in (item.score_details or {}).values()]
+        for diagnostics in refs:
+            if diagnostics is not None:
+                wanted.update(op.operation_id for op in diagnostics.operations)
+    return wanted
 
 
 def _write(output: Path, results: list[dict[str, Any]], *, as_list: bool) -> None:

@@ -18,12 +18,13 @@ import copy
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from axl_action.evals.capture_refs import RefCollector
-from axl_action.evals.common import capture_manifest, empty_accounting_wire, iso_now, tracker_for
+from axl_action.evals.common import empty_accounting_wire, iso_now, tracker_for
 from axl_action.evals.pool import run_pool
+from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
 from axl_action.evals.summary import coverage, scorer_sample
@@ -53,13 +54,17 @@ def rescore(
     cancel_event: threading.Event | None = None,
     budget: str | None = None,
     capture: CaptureSink | None = None,
+    source_records: Iterable[Mapping[str, Any]] | None = None,
 ) -> EvalResult:
     """Re-score the outputs of ``result`` with ``scorers``; returns a new :class:`EvalResult`.
 
     ``budget`` (``"$1"``, ``"0.50"``) limits only the new judging spend; an invalid one raises
     :class:`~axl_action.errors.BudgetError` before anything is scored. ``cancel_event`` stops
     starting new items and scorers once set. ``capture`` receives the judge calls' request
-    records (the source's own records are not carried over).
+    records. When the source captured requests (``diagnostics.artifactId``), ``capture`` first
+    receives a bounded copy of ``source_records`` (the source's records) and the items keep their
+    ``diagnostics`` refs; ``source_records=None`` then means those records are gone: nothing is
+    captured and ``diagnostics`` says ``unavailable``.
     """
     from axl_action.schema import WIRE, EvalResult
 
@@ -72,6 +77,7 @@ def rescore(
         cancel_event=cancel_event,
         budget=budget,
         capture=capture,
+        source_records=source_records,
     )
     # WIRE keeps each item's key order: the reference writes a different order per rule.
     return EvalResult.model_validate(wire, context=WIRE)
@@ -87,6 +93,7 @@ def execute_rescore(
     cancel_event: threading.Event | None = None,
     budget: str | None = None,
     capture: CaptureSink | None = None,
+    source_records: Iterable[Mapping[str, Any]] | None = None,
     result_id: str | None = None,
 ) -> dict[str, Any]:
     """:func:`rescore` returning ordered wire data (``result_id`` fixes the new id)."""
@@ -98,6 +105,8 @@ def execute_rescore(
     instrumented, tracker = tracker_for(runtime)
     cancel = cancel_event or threading.Event()
     scorers = list(scorers)
+    captured = begin_capture(source, capture, source_records)
+    capture = captured.sink
     env = ScoringEnv(
         runtime=runtime,
         instrumented=instrumented,
@@ -112,7 +121,9 @@ def execute_rescore(
     rescored: list[dict[str, Any] | None] = [None] * len(source_items)
 
     def process(index: int) -> None:
-        rescored[index] = _rescore_item(index, source_items[index], scorers, env, tracker)
+        rescored[index] = _rescore_item(
+            index, source_items[index], scorers, env, tracker, carry_refs=captured.carried
+        )
 
     run_scope = tracker(
         lambda: run_pool(len(source_items), concurrency, process, name="axl-eval-rescore"),
@@ -121,8 +132,7 @@ def execute_rescore(
         capture=refs,
     )
     if run_scope.status == "rejected":
-        if capture is not None:
-            capture_manifest(capture)
+        finish_capture(captured)
         assert run_scope.error is not None
         raise run_scope.error
     items = [item for item in rescored if item is not None]
@@ -145,7 +155,9 @@ def execute_rescore(
     out["accounting"] = accounting
     if refs is not None:
         refs.attach(items)
-        out["diagnostics"] = capture_manifest(capture)
+    diagnostics = finish_capture(captured)
+    if diagnostics is not None:
+        out["diagnostics"] = diagnostics
     out["duration"] = elapsed_ms(started)
     out["items"] = items
     out["summary"] = _summary(source, items, scorers)
@@ -171,6 +183,8 @@ def _rescore_item(
     scorers: Sequence[Scorer],
     env: ScoringEnv,
     tracker: Callable[..., TrackResult[Any]],
+    *,
+    carry_refs: bool,
 ) -> dict[str, Any]:
     """The three per-item rules of spec §17, first match wins."""
     item = _head(original)
@@ -200,6 +214,9 @@ def _rescore_item(
         if key in original:
             item[key] = original[key]
     item["outcome"] = "completed"
+    if carry_refs and "diagnostics" in original:
+        # Verbatim, original operation ids included: the copied records still carry them.
+        item["diagnostics"] = original["diagnostics"]
     item["scores"] = {}
     item["scoreDetails"] = {}
     output = original.get("output")

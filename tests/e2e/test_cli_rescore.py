@@ -207,13 +207,36 @@ def test_redact_content_keeps_prompt_text_out_of_both_sidecars(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "redacted-r.requests.jsonl").read_text()
     records = [json.loads(line) for line in text.splitlines()]
-    assert len(records) == 2 and {r["scorer"] for r in records} == {"judge"}
+    # The source's two generation records are carried first (same operation ids), then the judges'.
+    source_ops = {
+        i["diagnostics"]["operations"][0]["operationId"] for i in json.loads(plain.read_text())["items"]
+    }
+    assert {r["operationId"] for r in records[:2]} == source_ops
+    assert [r.get("scorer") for r in records] == [None, None, "judge", "judge"]
     assert all(r["captured"]["redacted"] is True for r in records)
     assert "zebra-marker" not in text and "Grade the answer." not in text
     data = json.loads(redacted_r.read_text())
-    assert data["diagnostics"]["redaction"] == "applied" and data["diagnostics"]["records"] == 2
+    assert data["diagnostics"]["redaction"] == "applied" and data["diagnostics"]["records"] == 4
+    assert data["diagnostics"]["status"] == "complete"
     refs = [i["scoreDetails"]["judge"]["diagnostics"]["operations"][0]["operationId"] for i in data["items"]]
-    assert sorted(refs) == sorted(r["operationId"] for r in records)
+    assert sorted(refs) == sorted(r["operationId"] for r in records[2:])
+    assert {i["diagnostics"]["operations"][0]["operationId"] for i in data["items"]} == source_ops
+
+    # The source's sidecar is gone: nothing is captured and the manifest says why.
+    (tmp_path / "plain.requests.jsonl").unlink()
+    gone = tmp_path / "gone.json"
+    proc = axl("rescore", str(plain), str(judge), "--output", str(gone), "--capture-requests")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(gone.read_text())
+    assert data["diagnostics"] == {
+        "version": 1, "artifactId": "", "fidelity": "runtime_request", "status": "unavailable",
+        "reason": "the source run's captured requests are no longer available", "records": 0, "bytes": 0,
+        "redaction": "none",
+    }  # fmt: skip
+    assert all(
+        "diagnostics" not in i and "diagnostics" not in i["scoreDetails"]["judge"] for i in data["items"]
+    )
+    assert not (tmp_path / "gone.requests.jsonl").exists()
     assert not list(tmp_path.glob(".*part"))
 
 
