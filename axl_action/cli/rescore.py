@@ -42,9 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
             "Score the saved outputs of a results file again with the scorers of an eval file, "
             "without re-running the workflow."
         ),
+        usage="%(prog)s <results.json> <eval-file> [flags]",
         allow_abbrev=False,
     )
-    parser.add_argument("paths", nargs="*", metavar="results.json eval-file", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="the results file, then the eval file whose scorers to use"
+    )
     parser.add_argument("--output", metavar="FILE", help="write the rescored results JSON here (atomically)")
     parser.add_argument(
         "--budget",

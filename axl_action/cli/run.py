@@ -31,10 +31,12 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         message = message.replace("argument ", "", 1) if message.startswith("argument ") else message
+        command = "axl-eval run" if self.prog == "axl-eval" else self.prog
+        hint = f"run `{command} --help` for the flags"
         if message.startswith("unrecognized arguments: "):
             flags = message.removeprefix("unrecognized arguments: ")
-            raise UsageError(f"unknown flag: {flags}", hint="run `axl-eval run --help` for the flags")
-        raise UsageError(message, hint="run `axl-eval run --help` for the flags")
+            raise UsageError(f"unknown flag: {flags}", hint=hint)
+        raise UsageError(message, hint=hint)
 
 
 def _positive_int(raw: str) -> int:
