@@ -5,7 +5,7 @@ loads the run's context from ``GITHUB_*`` and the event file, builds the GitHub 
 artifact uploader, and hands everything to :func:`~axl_action.action.orchestrator.run_action`.
 
 Exit codes: 0 success; 1 a gate failed, the evals produced no results, an input was invalid,
-the run is not inside GitHub Actions, or the relay could not post a stored comment.
+the run is not inside GitHub Actions, or the fork relay rejected its artifact or could not comment.
 """
 
 from __future__ import annotations

@@ -11,15 +11,20 @@
    exit code still follows the gates.
 3. **No baseline is not a failure.** The run is still reported and self-gated (budget, item
    errors, scorer errors), and the comment says why there was no baseline.
-4. **A fork PR's read-only token is expected.** A 403 on the comment stores the rendered
-   comment as an artifact for the ``workflow_run`` relay (``mode: comment``) and warns.
+4. **A fork PR's read-only token is expected.** A 403 on the comment stores the results and
+   a manifest (data, never rendered text) as an artifact for the ``workflow_run`` relay and warns.
+5. **The relay trusts only itself.** ``mode: comment`` reads the fork run's results through
+   ``action.relay`` (schema, size, manifest checked against the event and the PR), then fetches
+   the baseline, compares, gates and renders exactly as a PR run would, with its own inputs.
 
-Exit codes: 0 every gate passed (or nothing to gate); 1 a gate failed, the evals produced no
-results, an input was invalid, or the relay found a stored comment it could not post.
+Exit codes: 0 every gate passed (or nothing to gate or relay); 1 a gate failed, the evals
+produced no results, an input was invalid, or the relay rejected the fork run's artifact or
+could not post the comment.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,14 +42,25 @@ from axl_action.action.gating import Evaluation, evaluate
 from axl_action.action.modes import ModeChoice, ResolvedMode, resolve_mode
 from axl_action.action.outputs import ActionOutputs
 from axl_action.action.ports import Clock, Commands, Commenter, RunEvals, Uploader
-from axl_action.action.relay import relay_comment
+from axl_action.action.relay import (
+    RelayManifest,
+    RelayTarget,
+    StaleRelayError,
+    download_relay_artifact,
+    find_relay_artifact,
+    read_relay_artifact,
+    relay_artifact_files,
+    relay_artifact_name,
+    verify_target,
+)
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
 from axl_action.github.client import GitHubClient
-from axl_action.github.comments import GateVerdict, comment_artifact_files
+from axl_action.github.comments import GateVerdict
 from axl_action.github.errors import GitHubPermissionError
 from axl_action.github.event import GitHubContext
 from axl_action.report import (
+    COMMENT_LIMIT,
     ReportContext,
     RunInfo,
     build_report_context,
@@ -75,11 +91,6 @@ def artifact_name(base: str, suite: str) -> str:
     return base if suite == "default" else f"{base}-{suite}"
 
 
-def comment_artifact_name(suite: str) -> str:
-    """Where a fork PR run stores its rendered comment for the relay."""
-    return artifact_name("axl-eval-comment", suite)
-
-
 def shard_artifact_name(suite: str, index: int, total: int) -> str:
     """Where a shard leg stores its results for the merge job."""
     return f"axl-eval-shard-{suite}-{index}-of-{total}"
@@ -102,7 +113,7 @@ class RunContext:
     run_attempt: str | None = None
     server_url: str = "https://github.com"
     triggering_run_id: int | None = None
-    """``workflow_run`` events: the id of the run whose stored comment is relayed."""
+    """``workflow_run`` events: the id of the run whose results are relayed."""
     triggering_head_sha: str | None = None
     """``workflow_run`` events: the head commit of that run."""
 
@@ -163,16 +174,16 @@ def run_action(
     print(f"axl-eval-action: mode {choice.mode}: {choice.reason}.", flush=True)
     if commenter is None and github is not None:
         commenter = StickyCommenter(github, ctx.repository, settings.suite)
-    if choice.mode == "comment":
-        return relay_comment(settings, ctx, github=github, commenter=commenter, commands=commands)
     flow = _Flow(
         settings, ctx, choice, github, uploader, commenter, commands, clock, workdir, scratch, branch
     )
+    if choice.mode == "comment":
+        return flow.relay()
     return flow.run(run_evals, env or {})
 
 
 class _Flow:
-    """One run of the run/baseline/compare/shard modes; holds what publishing needs."""
+    """One run of any mode; holds what publishing needs."""
 
     def __init__(
         self,
@@ -202,6 +213,9 @@ class _Flow:
         self.outputs = ActionOutputs(mode=self.mode)
         self.baseline_results: ResultFile | None = None
         self.comment_note: str | None = None
+        self.relayed: RelayTarget | None = None
+        """Set in ``mode: comment`` once the fork run's artifact passed every check."""
+        self.candidate: ResultFile | None = None
         self.outcome = ActionOutcome(exit_code=1, mode=self.mode, outputs=self.outputs)
 
     # ------------------------------------------------------------------ flow
@@ -228,6 +242,84 @@ class _Flow:
             lookup = self._find_baseline()
         return self._gate_and_publish(candidate, lookup, evalrun)
 
+    def relay(self) -> ActionOutcome:
+        """``mode: comment``: compare, gate and comment on the results a fork PR run handed over."""
+        ctx = self.ctx
+        if ctx.triggering_run_id is None:
+            return self._relay_stop(
+                "mode: comment relays the results of a fork pull request run; it runs on a workflow_run "
+                "event (see docs/workflows/axl-eval-comment.yml).",
+                title="Invalid input mode",
+            )
+        if self.github is None or self.commenter is None:
+            return self._relay_stop(
+                "mode: comment needs a github-token with actions: read and pull-requests: write.",
+                title="No token",
+            )
+        name = relay_artifact_name(self.s.suite)
+        run_id = ctx.triggering_run_id
+        with self.cmd.group(f"Fetch the results of fork run {run_id}"):
+            try:
+                artifact = find_relay_artifact(self.github, ctx.repository, run_id, name)
+                if artifact is None:
+                    return self._relay_stop(
+                        f"Run {run_id} stored no artifact {name!r}: its token could comment itself, it is "
+                        "not a pull request run of this suite, or it stopped before the comment step. "
+                        "Nothing to relay.",
+                        level="notice",
+                    )
+                files = download_relay_artifact(self.github, ctx.repository, artifact, name)
+                relayed = read_relay_artifact(files, save_to=self.scratch / "results" / RESULTS_NAME)
+                target = verify_target(
+                    self.github,
+                    relayed.manifest,
+                    repository=ctx.repository,
+                    suite=self.s.suite,
+                    triggering_head_sha=ctx.triggering_head_sha,
+                )
+            except StaleRelayError as err:
+                return self._relay_stop(
+                    f"Not relayed: {err}", title="Fork PR comment not relayed", level="warning"
+                )
+            except AxlError as err:
+                return self._relay_stop(str(err), title="Fork PR comment not relayed")
+            print(
+                f"Relaying the results of PR #{target.pr_number} at {target.head_sha[:7]} "
+                f"(run {run_id}, artifact {name!r})."
+            )
+        self.relayed = target
+        self.ctx = dataclasses.replace(
+            ctx,
+            pr_number=target.pr_number,
+            pr_head_sha=target.head_sha,
+            pr_base_sha=target.base_sha,
+            is_fork=True,
+        )
+        candidate = relayed.candidate
+        self.outputs.results_path = candidate.path
+        lookup = self._find_baseline()
+        outcome = self._gate_and_publish(candidate, lookup, EvalRun(0, Path(candidate.path)))
+        if "PR comment" not in outcome.published:
+            outcome.exit_code = 1  # the relay's one job is the comment
+        return outcome
+
+    def _relay_stop(self, message: str, *, title: str = "", level: str = "error") -> ActionOutcome:
+        """End the relay without a comment: annotate, summarise, write the outputs."""
+        if level == "error":
+            self.cmd.error(message, title=title or None)
+            self.outputs.verdict = "error"
+        elif level == "warning":
+            self.cmd.warning(message, title=title or None)
+            self.outputs.verdict = "pass"
+        else:
+            print(message)
+            self.outputs.verdict = "pass"
+        summary = f"## axl-eval ({md_text(self.s.suite)}): fork PR relay\n\n{md_text(message)}\n"
+        self._guard("job summary", lambda: self.cmd.append_summary(summary))
+        self._guard("step outputs", self._publish_outputs)
+        self.outcome.exit_code = 1 if level == "error" else 0
+        return self.outcome
+
     def _find_baseline(self) -> BaselineLookup:
         name = artifact_name(self.s.baseline_artifact, self.s.suite)
         with self.cmd.group("Find the baseline"):
@@ -237,14 +329,7 @@ class _Flow:
                 return BaselineLookup(reason="the baseline branch is unknown; set the baseline-branch input")
             pull = PullRequestRefs(self.ctx.pr_head_sha, self.ctx.pr_base_sha) if self.ctx.pr_number else None
             try:
-                lookup = locate_baseline(
-                    self.github,
-                    self.ctx.repository,
-                    artifact_name=name,
-                    branch=self.branch,
-                    pull=pull,
-                    now=self.clock(),
-                )
+                lookup = self._locate(name, self.branch, pull)
             except AxlError as err:
                 lookup = BaselineLookup(reason=f"the baseline search failed: {err}", problem=str(err))
             if lookup.results is not None and lookup.choice is not None:
@@ -257,6 +342,37 @@ class _Flow:
                 self.cmd.warning(lookup.reason, title="Baseline not usable")
             for warning in lookup.warnings:
                 self.cmd.warning(warning, title="Baseline")
+            return lookup
+
+    def _locate(self, name: str, branch: str, pull: PullRequestRefs | None) -> BaselineLookup:
+        assert self.github is not None
+        try:
+            return locate_baseline(
+                self.github,
+                self.ctx.repository,
+                artifact_name=name,
+                branch=branch,
+                pull=pull,
+                now=self.clock(),
+            )
+        except GitHubPermissionError as err:
+            if pull is None or self.relayed is None:
+                raise
+            # The relay job's documented permissions leave out contents: read; on a private
+            # repository the merge-base lookup then answers 403, and the newest baseline will do.
+            lookup = locate_baseline(
+                self.github,
+                self.ctx.repository,
+                artifact_name=name,
+                branch=branch,
+                pull=None,
+                now=self.clock(),
+            )
+            lookup.warnings.insert(
+                0,
+                f"could not compute the PR's merge base ({err.message}); using the newest baseline. "
+                "Add `contents: read` to the relay job's permissions to compare against the merge base",
+            )
             return lookup
 
     # ------------------------------------------------------------------ gate + publish
@@ -277,10 +393,11 @@ class _Flow:
         self._fill_outputs(candidate, evaluation, lookup if baseline is not None else None, failed=failed)
 
         self.baseline_results = baseline
+        self.candidate = candidate
         self._guard("report artifact", lambda: self._publish_report(report_ctx, candidate, evaluation))
         if self.mode == "baseline":
             self._guard("baseline artifact", lambda: self._publish_baseline(candidate, failed))
-        if self.mode == "compare" and self.ctx.pr_number is not None:
+        if self.mode in ("compare", "comment") and self.ctx.pr_number is not None:
             self._guard("PR comment", lambda: self._publish_comment(report_ctx, evaluation, failed))
         self._guard("job summary", lambda: self._publish_summary(report_ctx, lookup, evalrun))
         self._annotate(report_ctx, evalrun)
@@ -299,14 +416,20 @@ class _Flow:
     ) -> ReportContext:
         choice = lookup.choice if lookup is not None and baseline is not None else None
         warnings: list[str] = []
-        if self.mode == "compare" and baseline is None and lookup is not None:
+        if self.relayed is not None:
+            warnings.append(
+                f"Relayed for a fork PR: these results were produced and uploaded by the PR's own workflow run "
+                f"{self.ctx.triggering_run_id}; this repository's workflow compared them with its own baseline "
+                "and gated them with its own settings, but cannot verify how they were produced."
+            )
+        if self.mode in ("compare", "comment") and baseline is None and lookup is not None:
             warnings.append(f"No baseline: {lookup.reason}.")
         if lookup is not None:
             warnings += lookup.warnings
         warnings += evaluation.notes
         info = RunInfo(
             suite=self.s.suite,
-            run_url=self.ctx.run_url,
+            run_url=self._evaluated_run_url(),
             baseline_commit_sha=choice.head_sha if choice else None,
             baseline_branch=self.branch if choice else None,
             baseline_run_id=str(choice.run_id) if choice else None,
@@ -323,6 +446,12 @@ class _Flow:
             evaluation.gates,
             info,
         )
+
+    def _evaluated_run_url(self) -> str | None:
+        """The run whose log shows the evals: the fork's PR run when relaying, else this one."""
+        if self.relayed is None or self.ctx.triggering_run_id is None or not self.ctx.repository:
+            return self.ctx.run_url
+        return f"{self.ctx.server_url}/{self.ctx.repository}/actions/runs/{self.ctx.triggering_run_id}"
 
     def _fill_outputs(
         self, candidate: ResultFile, evaluation: Evaluation, lookup: BaselineLookup | None, *, failed: bool
@@ -417,7 +546,10 @@ class _Flow:
             raise ActionPublishError(
                 "the event payload has no pull_request.head.sha to mark the comment with"
             )
-        body = render_comment(report_ctx)
+        if self.relayed is not None:
+            body = relayed_comment(report_ctx, pr)
+        else:
+            body = render_comment(report_ctx, limit=COMMENT_LIMIT - _MARKER_ROOM)
         verdict: GateVerdict = "fail" if failed else ("warn" if report_ctx.verdict == "warn" else "pass")
         try:
             result = self.commenter.upsert(
@@ -429,30 +561,40 @@ class _Flow:
                 changed=_changed(evaluation, verdict),
             )
         except GitHubPermissionError as err:
-            self._store_comment(body, pr, head, err)
+            if self.relayed is not None:
+                raise ActionPublishError(
+                    f"the relay job's token may not comment on PR #{pr} ({err.message})",
+                    hint="give the workflow_run job `permissions: pull-requests: write`",
+                ) from None
+            self._store_relay_data(pr, head, err)
             return
         if result.url:
             self.outputs.comment_url = result.url
         self.comment_note = f"PR comment {result.action}: {result.reason}."
         print(f"{self.comment_note}{f' ({result.url})' if result.url else ''}")
 
-    def _store_comment(self, body: str, pr: int, head: str, err: GitHubPermissionError) -> None:
-        """A read-only token (fork PR): keep the comment for the ``workflow_run`` relay."""
-        name = comment_artifact_name(self.s.suite)
-        files = comment_artifact_files(
-            body, repo=self.ctx.repository, pr_number=pr, head_sha=head, suite=self.s.suite
-        )
+    def _store_relay_data(self, pr: int, head: str, err: GitHubPermissionError) -> None:
+        """A read-only token (fork PR): hand the results, never rendered text, to the relay."""
+        name = relay_artifact_name(self.s.suite)
         if self.uploader is None:
             raise ActionPublishError(
                 f"the PR comment was refused ({err}) and no artifact service is available"
             )
+        assert self.candidate is not None
+        manifest = RelayManifest(
+            suite=self.s.suite, repository=self.ctx.repository, pr_number=pr, head_sha=head.lower()
+        )
+        files = relay_artifact_files(Path(self.candidate.path).read_bytes(), manifest)
         self.uploader.upload(name, files, overwrite=True)
-        self.comment_note = f"The comment was stored as artifact {name} for the workflow_run relay."
+        self.comment_note = (
+            f"The token cannot comment (fork PR), so the results were stored as artifact {name} for the "
+            "workflow_run relay, which compares, gates and comments with the base repository's own settings."
+        )
         self.cmd.warning(
-            f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The comment was "
-            f"stored as artifact {name!r}; a workflow_run workflow with `mode: comment` posts it "
-            "(see docs/workflows/axl-eval-comment.yml).",
-            title="PR comment stored for the relay",
+            f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The results "
+            f"were stored as artifact {name!r}; a workflow_run workflow with `mode: comment` compares them "
+            "against its own baseline and posts the comment (see docs/workflows/axl-eval-comment.yml).",
+            title="PR results stored for the relay",
         )
 
     def _publish_summary(
@@ -460,6 +602,12 @@ class _Flow:
     ) -> None:
         del lookup
         notes = [f"axl-eval-action ran in {self.mode} mode."]
+        if self.relayed is not None:
+            notes.append(
+                f"It relayed the results of fork PR #{self.relayed.pr_number} at {self.relayed.head_sha[:7]} "
+                f"(run {self.ctx.triggering_run_id}), compared them with a baseline it fetched itself and "
+                "gated them with this workflow's inputs."
+            )
         if self.comment_note:
             notes.append(self.comment_note)
         if evalrun.exit_code != 0:
@@ -533,6 +681,21 @@ class _Flow:
         self._guard("step outputs", self._publish_outputs)
         self.outcome.exit_code = 1
         return self.outcome
+
+
+_MARKER_ROOM = 256
+"""Room for the two hidden lines the sticky-comment upsert puts in front of the body."""
+_RELAYED = " · relayed for a fork PR"
+
+
+def relayed_comment(report_ctx: ReportContext, pr_number: int) -> str:
+    """The comment for a relayed fork PR: our own rendering, the verdict line saying it was relayed."""
+    del pr_number  # the comment sits on that PR; naming it again adds nothing
+    body = render_comment(report_ctx, limit=COMMENT_LIMIT - _MARKER_ROOM - len(_RELAYED))
+    first, sep, rest = body.partition("\n")
+    if first.startswith("### "):
+        return first + _RELAYED + sep + rest
+    return f"### Relayed for a fork PR\n\n{body}"
 
 
 def _changed(evaluation: Evaluation, verdict: GateVerdict) -> bool:

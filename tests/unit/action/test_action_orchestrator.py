@@ -16,12 +16,18 @@ import pytest
 
 from axl_action.action.evalstep import EvalRequest, EvalRun
 from axl_action.action.orchestrator import ActionOutcome, RunContext, run_action
-from axl_action.action.relay import parse_stored_comment
+from axl_action.action.relay import (
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    RelayManifest,
+    read_relay_artifact,
+    relay_artifact_files,
+)
 from axl_action.action.settings import ActionSettings, read_settings
 from axl_action.github.artifact_upload import UploadedArtifact
-from axl_action.github.comments import comment_artifact_files
 from axl_action.github.errors import ArtifactError, GitHubPermissionError
 from axl_action.report import comment_marker
+from axl_action.schema import parse_result_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BASE = FIXTURES / "axl-eval-0.16.1" / "math20-baseline.json"
@@ -178,16 +184,33 @@ def test_pr_without_token_still_reports_and_self_gates(tmp_path: Path) -> None:
     assert cmds.of("outputs")[0]["baseline-sha"] == ""
 
 
-def test_fork_pr_403_stores_the_comment_and_does_not_fail(tmp_path: Path) -> None:
+def test_fork_pr_403_stores_the_results_not_the_comment(tmp_path: Path) -> None:
     up, cm = FakeUploader(), FakeCommenter(forbidden=True)
     outcome, cmds = _run(
         tmp_path, read_settings({"INPUT_EVALS": "e/"}), _ctx(), _evals_from(GOOD), uploader=up, commenter=cm
     )
     assert outcome.exit_code == 0 and not outcome.problems
-    parsed = parse_stored_comment(up.uploads["axl-eval-comment"], suite="default", repository="o/r")
-    assert parsed.pr_number == 7 and parsed.head_sha == "a" * 40
-    assert parsed.body == cm.calls[0]["body"]
-    assert any(t == "PR comment stored for the relay" for t, _ in cmds.of("warning"))
+    assert "axl-eval-comment" not in up.uploads
+    files = up.uploads["axl-eval-relay"]
+    assert sorted(files) == [MANIFEST_FILE, RESULTS_FILE]
+    assert files[RESULTS_FILE] == GOOD.read_bytes(), "the results exactly as the runner wrote them"
+    relayed = read_relay_artifact(files, save_to=tmp_path / "relayed.json")
+    assert relayed.manifest == RelayManifest(
+        suite="default", repository="o/r", pr_number=7, head_sha="a" * 40
+    )
+    assert relayed.candidate.path == str(tmp_path / "relayed.json")
+    assert not any(b"axl-eval" in v and b"###" in v for v in files.values()), "no rendered Markdown"
+    assert any(t == "PR results stored for the relay" for t, _ in cmds.of("warning"))
+    assert "axl-eval-relay" in cmds.of("summary")[0]
+
+
+def test_comment_mode_outside_workflow_run_is_an_error(tmp_path: Path) -> None:
+    outcome, cmds = _run(
+        tmp_path, read_settings({"INPUT_MODE": "comment"}), _ctx("push", "refs/heads/main"), _evals_from(None)
+    )
+    assert outcome.mode == "comment" and outcome.exit_code == 1
+    assert cmds.of("error")[0][0] == "Invalid input mode"
+    assert cmds.of("outputs")[0]["verdict"] == "error"
 
 
 def test_failing_gate_publishes_everything_then_exits_1(tmp_path: Path) -> None:
@@ -238,39 +261,51 @@ def test_shard_leg_uploads_its_slice_only(tmp_path: Path) -> None:
 HEAD = "c" * 40
 
 
-def _stored(meta: dict[str, Any] | None = None, body: str | None = None) -> dict[str, bytes]:
-    files = comment_artifact_files("## ok\nall good", repo="o/r", pr_number=3, head_sha=HEAD, suite="default")
-    if meta is not None:
-        data = json.loads(files["comment.json"])
-        data.update(meta)
-        files["comment.json"] = json.dumps(data).encode()
-    if body is not None:
-        files["comment.md"] = body.encode()
+def _relay_files(manifest: dict[str, Any] | None = None, results: bytes | None = None) -> dict[str, bytes]:
+    files = relay_artifact_files(
+        GOOD.read_bytes(), RelayManifest(suite="default", repository="o/r", pr_number=3, head_sha=HEAD)
+    )
+    if manifest is not None:
+        data = json.loads(files[MANIFEST_FILE])
+        data.update(manifest)
+        files[MANIFEST_FILE] = json.dumps(data).encode()
+    if results is not None:
+        files[RESULTS_FILE] = results
     return files
 
 
 @pytest.mark.parametrize(
-    ("meta", "body", "why"),
+    ("manifest", "results", "why"),
     [
-        ({"suite": "other"}, None, "for suite"),
-        ({"repository": "evil/r"}, None, "names repository"),
-        ({"pr_number": -1}, None, "valid PR number"),
-        ({"pr_number": True}, None, "valid PR number"),
-        ({"head_sha": "not-a-sha"}, None, "not a commit id"),
-        ({"head_sha": "d" * 40}, None, "for another commit"),
-        (None, "no marker here", "does not start with this suite's marker"),
-        (None, comment_marker("default") + "\nx\n" + "x" * 70_000, "over GitHub's limit"),
+        ({"format": "axl-eval-relay/9"}, None, r"manifest\.json at format"),
+        ({"pr_number": -1}, None, "pr_number"),
+        ({"pr_number": True}, None, "pr_number"),
+        ({"pr_number": "3"}, None, "pr_number"),
+        ({"head_sha": "not-a-sha"}, None, "head_sha"),
+        ({"head_sha": "C" * 40}, None, "head_sha"),
+        ({"body": "## posted verbatim?"}, None, "body"),
+        (None, b'{"not": "a result"}', r"results\.json is not an axl-eval result"),
+        (None, b"[" * 100_000, "not a JSON document|not valid JSON"),
+        (None, b"\xff\xfe", "not UTF-8"),
     ],
 )
-def test_stored_comments_are_checked_before_posting(
-    meta: dict[str, Any] | None, body: str | None, why: str
+def test_relay_artifacts_are_checked_against_the_schemas(
+    tmp_path: Path, manifest: dict[str, Any] | None, results: bytes | None, why: str
 ) -> None:
     with pytest.raises(ArtifactError, match=why):
-        parse_stored_comment(_stored(meta, body), suite="default", repository="o/r")
-    ok = parse_stored_comment(_stored(), suite="default", repository="o/r")
-    assert (ok.pr_number, ok.head_sha, ok.body) == (3, HEAD, "## ok\nall good")
-    with pytest.raises(ArtifactError, match=r"holds no comment\.md"):
-        parse_stored_comment({"comment.json": b"{}"}, suite="default", repository="o/r")
+        read_relay_artifact(_relay_files(manifest, results), save_to=tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists(), "nothing rejected is kept"
+    ok = read_relay_artifact(_relay_files(), save_to=tmp_path / "r.json")
+    assert (ok.manifest.pr_number, ok.manifest.head_sha) == (3, HEAD)
+    assert ok.candidate.results == parse_result_text(GOOD.read_text()).results
+
+
+def test_relay_artifacts_hold_exactly_the_two_files(tmp_path: Path) -> None:
+    files = _relay_files()
+    with pytest.raises(ArtifactError, match="unexpected files"):
+        read_relay_artifact({**files, "comment.md": b"# hi"}, save_to=tmp_path / "r.json")
+    with pytest.raises(ArtifactError, match=r"holds no results\.json"):
+        read_relay_artifact({MANIFEST_FILE: files[MANIFEST_FILE]}, save_to=tmp_path / "r.json")
 
 
 def test_shard_leg_defers_gates_but_fails_when_its_slice_cannot_be_uploaded(tmp_path: Path) -> None:
