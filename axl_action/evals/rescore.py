@@ -216,7 +216,7 @@ def _rescore_item(
     item["outcome"] = "completed"
     if carry_refs and "diagnostics" in original:
         # Verbatim, original operation ids included: the copied records still carry them.
-        item["diagnostics"] = original["diagnostics"]
+        item["diagnostics"] = copy.deepcopy(original["diagnostics"])
     item["scores"] = {}
     item["scoreDetails"] = {}
     output = original.get("output")
