@@ -378,3 +378,19 @@ def test_capture_refs_point_at_judge_calls(tmp_path: Path) -> None:
         [ref] = item["scoreDetails"]["judge"]["diagnostics"]["operations"]
         record = records[ref["operationId"]]
         assert record["caseIndex"] == index and record["scorer"] == "judge"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in LEGACY.glob("*.json")))
+def test_every_legacy_fixture_rescores_to_a_consistent_result(name: str) -> None:
+    for source in load_result_file(LEGACY / name).results:
+        out = wire(rescore(source, [scorer("nonnull", lambda output: 0 if output is None else 1)]))
+        coverage = out["summary"]["coverage"]["items"]
+        assert sum(coverage.values()) == out["summary"]["count"] == len(out["items"]) == len(source.items)
+        assert out["summary"]["failures"] == sum(v for k, v in coverage.items() if k != "completed")
+        assert out["summary"]["failures"] == sum(1 for i in source.items if i.error)
+        scorer_cov = out["summary"]["coverage"]["scorers"]["nonnull"]
+        assert scorer_cov["scored"] == coverage["completed"]
+        assert out["accounting"]["knownCost"] == 0 and out["accounting"]["source"]["runId"] == source.id
+        # Schema-valid and stable through a write/read cycle.
+        text = result_json(parse_result_text(json.dumps(out)).results[0])
+        assert json.loads(text) == out
