@@ -12,13 +12,12 @@ value and a non-numeric ``--threshold`` are errors (TS ignores them or silently 
 
 from __future__ import annotations
 
-import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from axl_action.cli.flags import GATE_VALUE_FLAGS, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
@@ -53,18 +52,8 @@ applies the gates. Exit 0 when every gate passes, 1 otherwise.
   --json <file>                 write the comparison and the gate report as JSON
 """
 
-_VALUE_FLAGS = (
-    "--threshold",
-    "--max-scorer-error-rate",
-    "--max-item-error-rate",
-    "--max-cost-increase",
-    "--seed",
-    "--json",
-)
+_VALUE_FLAGS = (*GATE_VALUE_FLAGS, "--json")
 _BOOL_FLAGS = ("--fail-on-regression", "--holm")
-_RATE_RE = re.compile(r"^\d*\.?\d+$")
-_PCT_RE = re.compile(r"^\d*\.?\d+%?$")
-_INT_RE = re.compile(r"^-?\d+$")
 
 
 @dataclass
@@ -84,102 +73,32 @@ class CompareArgs:
     raw_values: dict[str, str] = field(default_factory=dict)
 
 
-def parse_error_rate(flag: str, raw: str) -> float:
-    """``parseErrorRateFlag``: digits with an optional decimal point, within [0, 1]."""
-    text = raw.strip()
-    if not _RATE_RE.match(text) or not 0 <= float(text) <= 1:
-        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"')
-    return float(text)
-
-
-def _parse_threshold(raw: str) -> float | Mapping[str, float]:
-    from axl_action.compare.thresholds import parse_threshold
-
-    parsed = parse_threshold(raw)
-    if parsed is None:
-        raise UsageError(
-            f'--threshold must be a number or name=value pairs, got "{raw}"',
-            hint="e.g. --threshold 0.05 or --threshold accuracy=0.02,tone=0.1",
-        )
-    if isinstance(parsed, Mapping):
-        pieces = {piece.partition("=")[0].strip(): piece.strip() for piece in raw.split(",")}
-        bad = [pieces.get(k, k) for k, v in parsed.items() if math.isnan(v)]
-    else:
-        bad = [raw] if math.isnan(parsed) else []
-    if bad:
-        raise UsageError(
-            f'--threshold has a value that is not a number: "{bad[0]}"',
-            hint="thresholds are non-negative numbers like 0.05",
-        )
-    return parsed
-
-
 def parse_args(argv: Sequence[str]) -> CompareArgs:
     """Parse ``axl-eval compare`` flags; raises ``UsageError`` with one clear line."""
-    values: dict[str, str] = {}
-    flags: set[str] = set()
-    files: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, inline = arg.partition("=")
-        if arg.startswith("--") and name in _VALUE_FLAGS:
-            if eq:
-                value = inline
-            elif i + 1 < len(argv):
-                i += 1
-                value = argv[i]
-            else:
-                what = "a value in [0, 1]" if "error-rate" in name else "a value"
-                raise UsageError(f"{name} requires {what}")
-            values.setdefault(name, value)  # first occurrence wins, as in TS
-        elif arg in _BOOL_FLAGS:
-            flags.add(arg)
-        elif arg.startswith("--"):
-            raise UsageError(f"Unknown flag: {arg}", hint="run `axl-eval compare --help` for the flags")
-        else:
-            files.append(arg)
-        i += 1
-    max_scorer = values.get("--max-scorer-error-rate")
-    max_item = values.get("--max-item-error-rate")
-    parsed_scorer = (
-        parse_error_rate("--max-scorer-error-rate", max_scorer) if max_scorer is not None else None
-    )
-    parsed_item = parse_error_rate("--max-item-error-rate", max_item) if max_item is not None else None
+    scanned = scan(argv, _VALUE_FLAGS, _BOOL_FLAGS, "compare")
+    gates = gate_flags(scanned)
+    files = scanned.positionals
     if len(files) != 2:
         raise UsageError(
             f"compare takes two results files (baseline, then candidate), got {len(files)}",
             hint=USAGE_LINE,
         )
-    args = CompareArgs(
+    json_path = scanned.values.get("--json")
+    if json_path is not None and not json_path.strip():
+        raise UsageError("--json requires a file path")
+    return CompareArgs(
         baseline=files[0],
         candidate=files[1],
-        fail_on_regression="--fail-on-regression" in flags,
-        holm="--holm" in flags,
-        max_scorer_error_rate=parsed_scorer,
-        max_item_error_rate=parsed_item,
-        raw_values=values,
+        thresholds=gates.thresholds,
+        fail_on_regression=gates.fail_on_regression,
+        max_scorer_error_rate=gates.max_scorer_error_rate,
+        max_item_error_rate=gates.max_item_error_rate,
+        max_cost_increase=gates.max_cost_increase,
+        holm="--holm" in scanned.flags,
+        seed=gates.seed,
+        json_path=json_path,
+        raw_values=scanned.values,
     )
-    if "--threshold" in values:
-        args.thresholds = _parse_threshold(values["--threshold"])
-    if "--max-cost-increase" in values:
-        raw = values["--max-cost-increase"].strip()
-        if not _PCT_RE.match(raw):
-            raise UsageError(
-                f'--max-cost-increase must be a non-negative percentage, got "{values["--max-cost-increase"]}"',
-                hint="e.g. --max-cost-increase 10 allows up to +10% cost per run",
-            )
-        args.max_cost_increase = float(raw.rstrip("%"))
-    if "--seed" in values:
-        raw = values["--seed"].strip()
-        if not _INT_RE.match(raw):
-            raise UsageError(f'--seed must be an integer, got "{values["--seed"]}"')
-        args.seed = int(raw)
-    if "--json" in values:
-        if not values["--json"].strip():
-            raise UsageError("--json requires a file path")
-        args.json_path = values["--json"]
-    return args
 
 
 def _warn(err: TextIO, text: str) -> None:

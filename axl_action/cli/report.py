@@ -10,8 +10,6 @@ exit code of ``axl-eval compare``, not of this command.
 
 from __future__ import annotations
 
-import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from axl_action.cli.flags import GATE_VALUE_FLAGS, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
 SUMMARY = "Render the PR comment, job summary and HTML report for a result"
@@ -56,18 +55,11 @@ _VALUE_FLAGS = (
     "--markdown",
     "--summary",
     "--suite",
-    "--threshold",
-    "--max-item-error-rate",
-    "--max-scorer-error-rate",
-    "--max-cost-increase",
-    "--seed",
     "--run-url",
     "--report-url",
+    *GATE_VALUE_FLAGS,
 )
 _BOOL_FLAGS = ("--fail-on-regression",)
-_RATE_RE = re.compile(r"^\d*\.?\d+$")
-_PCT_RE = re.compile(r"^\d*\.?\d+%?$")
-_INT_RE = re.compile(r"^-?\d+$")
 
 
 @dataclass
@@ -91,53 +83,15 @@ class ReportArgs:
     values: dict[str, str] = field(default_factory=dict)
 
 
-def _rate(flag: str, raw: str) -> float:
-    text = raw.strip()
-    if not _RATE_RE.match(text) or not 0 <= float(text) <= 1:
-        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"')
-    return float(text)
-
-
-def _thresholds(raw: str) -> float | Mapping[str, float]:
-    from axl_action.compare.thresholds import parse_threshold
-
-    parsed = parse_threshold(raw)
-    values = [parsed] if isinstance(parsed, float) else list(parsed.values()) if parsed else []
-    if parsed is None or any(math.isnan(v) for v in values):
-        raise UsageError(
-            f'--threshold must be a number or name=value pairs, got "{raw}"',
-            hint="e.g. --threshold 0.05 or --threshold accuracy=0.02,tone=0.1",
-        )
-    return parsed
-
-
 def parse_args(argv: Sequence[str]) -> ReportArgs:
     """Parse the flags; raises ``UsageError`` with one clear line."""
-    values: dict[str, str] = {}
-    flags: set[str] = set()
-    files: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, inline = arg.partition("=")
-        if arg.startswith("--") and name in _VALUE_FLAGS:
-            if eq:
-                value = inline
-            elif i + 1 < len(argv):
-                i += 1
-                value = argv[i]
-            else:
-                raise UsageError(f"{name} requires a value", hint=USAGE_LINE)
-            if not value.strip():
-                raise UsageError(f"{name} requires a non-empty value", hint=USAGE_LINE)
-            values[name] = value
-        elif arg in _BOOL_FLAGS:
-            flags.add(arg)
-        elif arg.startswith("--"):
-            raise UsageError(f"Unknown flag: {arg}", hint="run `axl-eval report --help` for the flags")
-        else:
-            files.append(arg)
-        i += 1
+    scanned = scan(argv, _VALUE_FLAGS, _BOOL_FLAGS, "report")
+    values = scanned.values
+    for name, value in values.items():
+        if not value.strip():
+            raise UsageError(f"{name} requires a non-empty value", hint=USAGE_LINE)
+    gates = gate_flags(scanned)
+    files = scanned.positionals
     if len(files) != 1:
         raise UsageError(f"report takes one candidate results file, got {len(files)}", hint=USAGE_LINE)
     args = ReportArgs(
@@ -147,30 +101,16 @@ def parse_args(argv: Sequence[str]) -> ReportArgs:
         markdown=values.get("--markdown"),
         summary=values.get("--summary"),
         suite=values.get("--suite"),
-        fail_on_regression="--fail-on-regression" in flags,
+        thresholds=gates.thresholds,
+        fail_on_regression=gates.fail_on_regression,
+        max_item_error_rate=gates.max_item_error_rate,
+        max_scorer_error_rate=gates.max_scorer_error_rate,
+        max_cost_increase=gates.max_cost_increase,
+        seed=gates.seed,
         run_url=values.get("--run-url"),
         report_url=values.get("--report-url"),
         values=values,
     )
-    if "--threshold" in values:
-        args.thresholds = _thresholds(values["--threshold"])
-    if "--max-item-error-rate" in values:
-        args.max_item_error_rate = _rate("--max-item-error-rate", values["--max-item-error-rate"])
-    if "--max-scorer-error-rate" in values:
-        args.max_scorer_error_rate = _rate("--max-scorer-error-rate", values["--max-scorer-error-rate"])
-    if "--max-cost-increase" in values:
-        raw = values["--max-cost-increase"].strip()
-        if not _PCT_RE.match(raw):
-            raise UsageError(
-                f'--max-cost-increase must be a non-negative percentage, got "{raw}"',
-                hint="e.g. --max-cost-increase 10 allows up to +10% cost per run",
-            )
-        args.max_cost_increase = float(raw.rstrip("%"))
-    if "--seed" in values:
-        raw = values["--seed"].strip()
-        if not _INT_RE.match(raw):
-            raise UsageError(f'--seed must be an integer, got "{raw}"')
-        args.seed = int(raw)
     if not (args.html or args.markdown or args.summary):
         stem = Path(args.candidate)
         args.html = str(stem.with_name(stem.stem + ".report.html"))

@@ -50,10 +50,10 @@ def _positive_int(raw: str) -> int:
 
 
 def _error_rate(raw: str) -> float:
-    from axl_action.cli.compare import parse_error_rate
+    from axl_action.cli.flags import error_rate
 
     # Raises UsageError (not an argparse error): the message is the reference's exact line.
-    return parse_error_rate("--max-item-error-rate", raw)
+    return error_rate("--max-item-error-rate", raw)
 
 
 def _budget(raw: str) -> str:

@@ -20,7 +20,6 @@ from axl_action.compare.arrays import F64, Bools, RunArrays, SampleCounts, run_a
 from axl_action.compare.bootstrap import DEFAULT_ALPHA, DEFAULT_RESAMPLES, bootstrap_many, random_seed
 from axl_action.compare.compatibility import check_compatibility
 from axl_action.compare.cost import compare_cost
-from axl_action.compare.gcpause import paused_gc
 from axl_action.compare.models import (
     Comparison,
     ConfidenceInterval,
@@ -42,6 +41,7 @@ from axl_action.compare.text import to_fixed
 from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
 from axl_action.errors import CompareError
 from axl_action.schema import EvalResult, round3
+from axl_action.schema.io import gc_paused as paused_gc
 
 Side = EvalResult | Sequence[EvalResult]
 

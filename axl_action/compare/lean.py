@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from axl_action.compare.arrays import attach_columns, raw_columns
-from axl_action.compare.gcpause import paused_gc
 from axl_action.errors import ResultFileError
 from axl_action.schema import EvalItem, EvalResult, ResultFile, parse_result_data
+from axl_action.schema.io import gc_paused as paused_gc
 
 _HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Literal, TextIO, TypedDict, Unpack
 
 from axl_action.github.errors import GitHubError
 
@@ -64,6 +64,17 @@ def format_command(
         if value not in (None, "")
     )
     return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+class AnnotationWhere(TypedDict, total=False):
+    """Where an annotation points and its title (all optional)."""
+
+    title: str | None
+    file: str | None
+    line: int | None
+    end_line: int | None
+    col: int | None
+    end_column: int | None
 
 
 class WorkflowCommands:
@@ -226,71 +237,14 @@ class WorkflowCommands:
         }
         self._emit(format_command(level, message, props))
 
-    def error(
-        self,
-        message: str,
-        *,
-        title: str | None = None,
-        file: str | None = None,
-        line: int | None = None,
-        end_line: int | None = None,
-        col: int | None = None,
-        end_column: int | None = None,
-    ) -> None:
+    def error(self, message: str, **where: Unpack[AnnotationWhere]) -> None:
         """An error annotation (see :meth:`annotate`)."""
-        self.annotate(
-            "error",
-            message,
-            title=title,
-            file=file,
-            line=line,
-            end_line=end_line,
-            col=col,
-            end_column=end_column,
-        )
+        self.annotate("error", message, **where)
 
-    def warning(
-        self,
-        message: str,
-        *,
-        title: str | None = None,
-        file: str | None = None,
-        line: int | None = None,
-        end_line: int | None = None,
-        col: int | None = None,
-        end_column: int | None = None,
-    ) -> None:
+    def warning(self, message: str, **where: Unpack[AnnotationWhere]) -> None:
         """A warning annotation (see :meth:`annotate`)."""
-        self.annotate(
-            "warning",
-            message,
-            title=title,
-            file=file,
-            line=line,
-            end_line=end_line,
-            col=col,
-            end_column=end_column,
-        )
+        self.annotate("warning", message, **where)
 
-    def notice(
-        self,
-        message: str,
-        *,
-        title: str | None = None,
-        file: str | None = None,
-        line: int | None = None,
-        end_line: int | None = None,
-        col: int | None = None,
-        end_column: int | None = None,
-    ) -> None:
+    def notice(self, message: str, **where: Unpack[AnnotationWhere]) -> None:
         """A notice annotation (see :meth:`annotate`)."""
-        self.annotate(
-            "notice",
-            message,
-            title=title,
-            file=file,
-            line=line,
-            end_line=end_line,
-            col=col,
-            end_column=end_column,
-        )
+        self.annotate("notice", message, **where)

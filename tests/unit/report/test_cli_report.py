@@ -73,7 +73,7 @@ def test_default_output_is_html_next_to_candidate(files: tuple[Path, Path]) -> N
         (["a.json", "--html"], "--html requires a value"),
         (["a.json", "--nope"], "Unknown flag: --nope"),
         (["a.json", "--max-item-error-rate", "2"], "must be a number in [0, 1]"),
-        (["a.json", "--threshold", "x=abc"], "--threshold must be a number"),
+        (["a.json", "--threshold", "x=abc"], "--threshold has a value that is not a number"),
         (["a.json", "--seed", "1.5"], "--seed must be an integer"),
     ],
 )

@@ -1,0 +1,161 @@
+"""Flag scanning and value parsing shared by the ``compare`` and ``report`` commands.
+
+Both commands take the same gate flags with the same validation, and mirror the TS CLI's
+hand-rolled scanner (``--flag value`` or ``--flag=value``, first occurrence wins) rather than
+argparse, whose usage dumps and prefix matching the reference does not have.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from axl_action.errors import UsageError
+
+_RATE_RE = re.compile(r"^\d*\.?\d+$")
+_PCT_RE = re.compile(r"^\d*\.?\d+%?$")
+_INT_RE = re.compile(r"^-?\d+$")
+
+#: The value flags that decide the gates, shared by ``compare`` and ``report``.
+GATE_VALUE_FLAGS = (
+    "--threshold",
+    "--max-scorer-error-rate",
+    "--max-item-error-rate",
+    "--max-cost-increase",
+    "--seed",
+)
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A command line split into flag values, boolean flags and positional arguments."""
+
+    values: dict[str, str]
+    """``--flag value`` pairs (the first occurrence of a flag wins, as in the TS CLI)."""
+    flags: frozenset[str]
+    """Boolean flags that were given."""
+    positionals: list[str]
+    """Everything that is not a flag, in order."""
+
+
+def scan(argv: Sequence[str], value_flags: Sequence[str], bool_flags: Sequence[str], command: str) -> Scanned:
+    """Split ``argv``; an unknown flag or a flag without its value is a ``UsageError``."""
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    positionals: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, inline = arg.partition("=")
+        if arg.startswith("--") and name in value_flags:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                what = "a value in [0, 1]" if "error-rate" in name else "a value"
+                raise UsageError(f"{name} requires {what}")
+            values.setdefault(name, value)
+        elif arg in bool_flags:
+            flags.add(arg)
+        elif arg.startswith("--"):
+            raise UsageError(f"Unknown flag: {arg}", hint=f"run `axl-eval {command} --help` for the flags")
+        else:
+            positionals.append(arg)
+        i += 1
+    return Scanned(values=values, flags=frozenset(flags), positionals=positionals)
+
+
+def error_rate(flag: str, raw: str) -> float:
+    """``parseErrorRateFlag``: digits with an optional decimal point, within [0, 1]."""
+    text = raw.strip()
+    if not _RATE_RE.match(text) or not 0 <= float(text) <= 1:
+        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"')
+    return float(text)
+
+
+def thresholds(raw: str) -> float | Mapping[str, float]:
+    """``--threshold 0.05`` or ``--threshold name=0.02,other=0.1``."""
+    from axl_action.compare.thresholds import parse_threshold
+
+    parsed = parse_threshold(raw)
+    if parsed is None:
+        raise UsageError(
+            f'--threshold must be a number or name=value pairs, got "{raw}"',
+            hint="e.g. --threshold 0.05 or --threshold accuracy=0.02,tone=0.1",
+        )
+    if isinstance(parsed, Mapping):
+        pieces = {piece.partition("=")[0].strip(): piece.strip() for piece in raw.split(",")}
+        bad = [pieces.get(k, k) for k, v in parsed.items() if math.isnan(v)]
+    else:
+        bad = [raw] if math.isnan(parsed) else []
+    if bad:
+        raise UsageError(
+            f'--threshold has a value that is not a number: "{bad[0]}"',
+            hint="thresholds are non-negative numbers like 0.05",
+        )
+    return parsed
+
+
+def percentage(flag: str, raw: str) -> float:
+    """A non-negative percentage, with or without a trailing ``%``."""
+    text = raw.strip()
+    if not _PCT_RE.match(text):
+        raise UsageError(
+            f'{flag} must be a non-negative percentage, got "{raw}"',
+            hint=f"e.g. {flag} 10 allows up to +10% cost per run",
+        )
+    return float(text.rstrip("%"))
+
+
+def integer(flag: str, raw: str) -> int:
+    """A whole number (negative allowed)."""
+    text = raw.strip()
+    if not _INT_RE.match(text):
+        raise UsageError(f'{flag} must be an integer, got "{raw}"')
+    return int(text)
+
+
+@dataclass(frozen=True)
+class GateFlags:
+    """The gate-related flags of ``compare`` and ``report``, parsed and validated."""
+
+    thresholds: float | Mapping[str, float] | None
+    """``--threshold``: one value for every scorer, or per-scorer overrides."""
+    fail_on_regression: bool
+    """``--fail-on-regression``."""
+    max_scorer_error_rate: float | None
+    """``--max-scorer-error-rate``."""
+    max_item_error_rate: float | None
+    """``--max-item-error-rate``."""
+    max_cost_increase: float | None
+    """``--max-cost-increase`` in percent."""
+    seed: int | None
+    """``--seed`` of the bootstrap."""
+
+
+def gate_flags(scanned: Scanned) -> GateFlags:
+    """Validate the shared gate flags of a scanned command line."""
+    v = scanned.values
+
+    def opt(flag: str) -> str | None:
+        return v.get(flag)
+
+    rate_s, rate_i, pct, seed, thr = (
+        opt("--max-scorer-error-rate"),
+        opt("--max-item-error-rate"),
+        opt("--max-cost-increase"),
+        opt("--seed"),
+        opt("--threshold"),
+    )
+    return GateFlags(
+        thresholds=thresholds(thr) if thr is not None else None,
+        fail_on_regression="--fail-on-regression" in scanned.flags,
+        max_scorer_error_rate=error_rate("--max-scorer-error-rate", rate_s) if rate_s is not None else None,
+        max_item_error_rate=error_rate("--max-item-error-rate", rate_i) if rate_i is not None else None,
+        max_cost_increase=percentage("--max-cost-increase", pct) if pct is not None else None,
+        seed=integer("--seed", seed) if seed is not None else None,
+    )
