@@ -11,10 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from axl_action.evals.scorer import Scorer
+from axl_action.schema import ITEM_OUTCOMES, SCORER_OUTCOMES, ItemCoverage, evaluate_item_error_rate
 from axl_action.schema.numbers import compute_stats
-
-ITEM_OUTCOMES = ("completed", "failed", "cancelled", "budget_skipped", "budget_interrupted")
-SCORER_OUTCOMES = ("scored", "failed", "skipped", "cancelled", "budget_skipped", "budget_interrupted")
 
 
 def coverage(items: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
@@ -54,17 +52,8 @@ def scorer_sample(items: Sequence[Mapping[str, Any]], name: str) -> tuple[list[f
 
 
 def item_error_rate(items: Mapping[str, int], count: int, limit: float) -> dict[str, Any]:
-    """``evaluateItemErrorRate`` (spec §10.1); ``rate`` is not rounded."""
-    failed = items["failed"]
-    attempted = count - items["cancelled"] - items["budget_skipped"] - items["budget_interrupted"]
-    rate = failed / attempted if attempted > 0 else 0
-    return {
-        "failed": failed,
-        "attempted": attempted,
-        "rate": rate,
-        "limit": limit,
-        "exceeded": attempted > 0 and rate > limit,
-    }
+    """``evaluateItemErrorRate`` (spec §10.1) over wire coverage counts; ``rate`` is not rounded."""
+    return evaluate_item_error_rate(ItemCoverage(**items), count, limit).to_wire()
 
 
 def model_timing(samples: Mapping[str, Sequence[Any]]) -> dict[str, Any] | None:
