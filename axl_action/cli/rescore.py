@@ -18,15 +18,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from axl_action.cli.run import (
-    _budget,
-    _Interrupt,
-    _join_sidecar,
-    _Parser,
-    _positive_int,
-    _runtime,
-    _sidecar_sink,
+from axl_action.cli.common import (
+    ArgParser,
+    Interrupt,
+    budget_arg,
     env_int,
+    join_sidecar,
+    make_runtime,
+    positive_int,
+    sidecar_sink,
 )
 from axl_action.errors import EvalDefinitionError, InputFileError, UsageError
 
@@ -36,7 +36,7 @@ USAGE_HINT = "axl-eval rescore <results.json> <eval-file> [--output FILE] [--bud
 
 def build_parser() -> argparse.ArgumentParser:
     """The rescore command's flags."""
-    parser = _Parser(
+    parser = ArgParser(
         prog="axl-eval rescore",
         description=(
             "Score the saved outputs of a results file again with the scorers of an eval file, "
@@ -51,14 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", metavar="FILE", help="write the rescored results JSON here (atomically)")
     parser.add_argument(
         "--budget",
-        type=_budget,
+        type=budget_arg,
         metavar="$X",
         help='stop admitting NEW judging spend at this USD amount, e.g. "$1" (the source run\'s '
         "spend is not counted)",
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="items rescored at once (default: $AXL_EVAL_CONCURRENCY, else 5)",
     )
@@ -123,9 +123,9 @@ def run(argv: list[str]) -> int:
     source = load_result_file(results_path)
     scorers = _scorers(eval_path)
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
-    runtime = _runtime(args.pricing)
+    runtime = make_runtime(args.pricing)
 
-    interrupt = _Interrupt()
+    interrupt = Interrupt()
     interrupt.install()
     try:
         rescored = _rescore_all(source, scorers, runtime, args, concurrency, interrupt.event)
@@ -168,7 +168,7 @@ def _rescore_all(
         sink = None
         records = None
         if args.capture_requests:
-            sink = _sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            sink = sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
             records = source_records(Path(source_file.path), source, only_referenced=source_file.is_list)
         out.append(
             execute_rescore(
@@ -240,4 +240,4 @@ def _write(output: Path, results: list[dict[str, Any]], *, as_list: bool) -> Non
             hint="check that the directory is writable, or pass another --output",
         ) from None
     print(f"Rescored results saved to {output}")
-    _join_sidecar(output, results)
+    join_sidecar(output, results)

@@ -9,44 +9,28 @@ still written, atomically).
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import signal
 import sys
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
+from axl_action.cli.common import (
+    ArgParser,
+    Interrupt,
+    budget_arg,
+    env_int,
+    join_sidecar,
+    make_runtime,
+    positive_int,
+    sidecar_sink,
+)
 from axl_action.errors import AxlError, UsageError
 
 SUMMARY = "Run eval files and write results (the default command)"
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports one clear line instead of a usage dump and ``exit(2)``."""
-
-    def error(self, message: str) -> NoReturn:
-        message = message.replace("argument ", "", 1) if message.startswith("argument ") else message
-        command = "axl-eval run" if self.prog == "axl-eval" else self.prog
-        hint = f"run `{command} --help` for the flags"
-        if message.startswith("unrecognized arguments: "):
-            flags = message.removeprefix("unrecognized arguments: ")
-            raise UsageError(f"unknown flag: {flags}", hint=hint)
-        raise UsageError(message, hint=hint)
-
-
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected a positive integer, got "{raw}"') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'expected a positive integer, got "{raw}"')
-    return value
 
 
 def _error_rate(raw: str) -> float:
@@ -54,16 +38,6 @@ def _error_rate(raw: str) -> float:
 
     # Raises UsageError (not an argparse error): the message is the reference's exact line.
     return error_rate("--max-item-error-rate", raw)
-
-
-def _budget(raw: str) -> str:
-    from axl_action.runtime.admission import parse_budget
-
-    try:
-        parse_budget(raw)
-    except AxlError as err:
-        raise argparse.ArgumentTypeError(err.message) from None
-    return raw
 
 
 def _shard(raw: str) -> tuple[int, int]:
@@ -88,17 +62,17 @@ def _scorer_names(raw: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The run command's flags."""
-    parser = _Parser(
+    parser = ArgParser(
         prog="axl-eval",
         description="Run eval files (*_eval.py, *.eval.py, or directories of them) and write results.",
         allow_abbrev=False,
     )
     parser.add_argument("paths", nargs="*", help="eval files, directories or glob patterns")
     parser.add_argument("--output", metavar="FILE", help="write the results JSON here (atomically)")
-    parser.add_argument("--runs", type=_positive_int, default=1, metavar="N", help="run each eval N times")
+    parser.add_argument("--runs", type=positive_int, default=1, metavar="N", help="run each eval N times")
     parser.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="items in flight (default: $AXL_EVAL_CONCURRENCY, else the eval's, else 5)",
     )
@@ -112,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="item error-rate gate in [0, 1] (default 0.05; 1 disables)",
     )
     parser.add_argument(
-        "--budget", type=_budget, metavar="$X", help='stop admitting spend at this USD amount, e.g. "$1"'
+        "--budget", type=budget_arg, metavar="$X", help='stop admitting spend at this USD amount, e.g. "$1"'
     )
     parser.add_argument(
         "--shard", type=_shard, metavar="i/n", help="run only shard i of n (1-based) of each dataset"
@@ -130,53 +104,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables, only gate lines")
     return parser
-
-
-def env_int(name: str) -> int | None:
-    """A positive integer from the environment; malformed values are ignored (spec §7.2)."""
-    raw = os.environ.get(name, "").strip()
-    match = re.match(r"[+-]?\d+", raw)
-    if not match:
-        return None
-    value = int(match.group(0))
-    return value if value > 0 else None
-
-
-@dataclass
-class _Interrupt:
-    """SIGINT/SIGTERM handling: first signal cancels, a second one exits at once."""
-
-    event: threading.Event = field(default_factory=threading.Event)
-    signum: int | None = None
-    previous: dict[int, Any] = field(default_factory=dict)
-
-    def handle(self, signum: int, _frame: FrameType | None) -> None:
-        if self.signum is not None:
-            print("[axl-eval] Second signal received, forcing exit.", file=sys.stderr, flush=True)
-            os._exit(130)
-        self.signum = signum
-        self.event.set()
-        name = signal.Signals(signum).name
-        print(
-            f"\n[axl-eval] Received {name}, cancelling the eval (in-flight items finish; "
-            "press Ctrl+C again to force exit)...",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self.previous[sig] = signal.signal(sig, self.handle)
-
-    def restore(self) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum if self.signum is not None else 0
 
 
 def _report(result: dict[str, Any], label: str, batch_label: str | None = None) -> bool:
@@ -221,8 +148,8 @@ def run(argv: list[str]) -> int:
     if args.scorers and len(files) > 1:
         raise UsageError(f"--scorers requires a single eval file (matched {len(files)}).")
 
-    runtime = _runtime(args.pricing)
-    interrupt = _Interrupt()
+    runtime = make_runtime(args.pricing)
+    interrupt = Interrupt()
     interrupt.install()
     try:
         results, failed = _run_files(files, args, runtime, interrupt.event)
@@ -237,26 +164,6 @@ def run(argv: list[str]) -> int:
         )
         return interrupt.exit_code
     return 1 if failed or not results else 0
-
-
-def _runtime(pricing: str | None) -> Any:
-    from axl_action.runtime.runtime import Runtime
-
-    table = None
-    if pricing:
-        from axl_action.providers.pricing import PricingTable
-
-        table = PricingTable.load(Path(pricing))
-    return Runtime(pricing=table)
-
-
-def _sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) -> Any:
-    from axl_action.providers.capture import CaptureSink, sidecar_path
-
-    part = sidecar_path(output).with_name(f".{sidecar_path(output).name}.{result_id}.part")
-    sink = CaptureSink(part, redact_content=redact_content)
-    sink.artifact_id = f"art_{result_id}"  # type: ignore[attr-defined]
-    return sink
 
 
 def _run_files(
@@ -306,7 +213,7 @@ def _run_one(
     def once(run_label: str) -> dict[str, Any]:
         result_id = str(uuid.uuid4())
         sink = (
-            _sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
             if args.capture_requests
             else None
         )
@@ -384,9 +291,10 @@ def _describe(err: Exception) -> str:
 
 def _write(output: Path, results: list[dict[str, Any]], quiet: bool) -> None:
     from axl_action.errors import InputFileError
-    from axl_action.schema import EvalResult, write_result_file
+    from axl_action.schema import WIRE, EvalResult, write_result_file
 
-    models = [EvalResult.model_validate(r) for r in results]
+    # WIRE keeps the per-outcome key order the runner built each item in.
+    models = [EvalResult.model_validate(r, context=WIRE) for r in results]
     try:
         write_result_file(output, models[0] if len(models) == 1 else models)
     except OSError as exc:
@@ -395,22 +303,4 @@ def _write(output: Path, results: list[dict[str, Any]], quiet: bool) -> None:
             hint="check that the directory is writable, or pass another --output",
         ) from None
     print(f"Results saved to {output}")
-    _join_sidecar(output, results)
-
-
-def _join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
-    """Concatenate the per-result capture files into ``<output>.requests.jsonl``."""
-    from axl_action.providers.capture import sidecar_path
-
-    target = sidecar_path(output)
-    parts = [target.with_name(f".{target.name}.{r['id']}.part") for r in results if r.get("diagnostics")]
-    existing = [p for p in parts if p.exists()]
-    if not existing:
-        return
-    tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for part in existing:
-            out.write(part.read_text(encoding="utf-8"))
-            part.unlink()
-    os.replace(tmp, target)
-    print(f"Captured requests saved to {target}")
+    join_sidecar(output, results)

@@ -1,0 +1,134 @@
+"""Pieces the ``run`` and ``rescore`` commands share: flag parsing, signals, runtime, capture files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+
+from axl_action.errors import AxlError, UsageError
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse that reports one clear line instead of a usage dump and ``exit(2)``."""
+
+    def error(self, message: str) -> NoReturn:
+        message = message.replace("argument ", "", 1) if message.startswith("argument ") else message
+        command = "axl-eval run" if self.prog == "axl-eval" else self.prog
+        hint = f"run `{command} --help` for the flags"
+        if message.startswith("unrecognized arguments: "):
+            flags = message.removeprefix("unrecognized arguments: ")
+            raise UsageError(f"unknown flag: {flags}", hint=hint)
+        raise UsageError(message, hint=hint)
+
+
+def positive_int(raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a positive integer, got "{raw}"') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'expected a positive integer, got "{raw}"')
+    return value
+
+
+def budget_arg(raw: str) -> str:
+    from axl_action.runtime.admission import parse_budget
+
+    try:
+        parse_budget(raw)
+    except AxlError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+    return raw
+
+
+def env_int(name: str) -> int | None:
+    """A positive integer from the environment; malformed values are ignored (spec §7.2)."""
+    raw = os.environ.get(name, "").strip()
+    match = re.match(r"[+-]?\d+", raw)
+    if not match:
+        return None
+    value = int(match.group(0))
+    return value if value > 0 else None
+
+
+@dataclass
+class Interrupt:
+    """SIGINT/SIGTERM handling: first signal cancels, a second one exits at once."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    signum: int | None = None
+    previous: dict[int, Any] = field(default_factory=dict)
+
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signum is not None:
+            print("[axl-eval] Second signal received, forcing exit.", file=sys.stderr, flush=True)
+            os._exit(130)
+        self.signum = signum
+        self.event.set()
+        name = signal.Signals(signum).name
+        print(
+            f"\n[axl-eval] Received {name}, cancelling the eval (in-flight items finish; "
+            "press Ctrl+C again to force exit)...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.previous[sig] = signal.signal(sig, self.handle)
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum is not None else 0
+
+
+def make_runtime(pricing: str | None) -> Any:
+    from axl_action.runtime.runtime import Runtime
+
+    table = None
+    if pricing:
+        from axl_action.providers.pricing import PricingTable
+
+        table = PricingTable.load(Path(pricing))
+    return Runtime(pricing=table)
+
+
+def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) -> Any:
+    from axl_action.providers.capture import CaptureSink, sidecar_path
+
+    part = sidecar_path(output).with_name(f".{sidecar_path(output).name}.{result_id}.part")
+    sink = CaptureSink(part, redact_content=redact_content)
+    sink.artifact_id = f"art_{result_id}"  # type: ignore[attr-defined]
+    return sink
+
+
+def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
+    """Concatenate the per-result capture files into ``<output>.requests.jsonl``."""
+    from axl_action.providers.capture import sidecar_path
+
+    target = sidecar_path(output)
+    parts = [target.with_name(f".{target.name}.{r['id']}.part") for r in results if r.get("diagnostics")]
+    existing = [p for p in parts if p.exists()]
+    if not existing:
+        return
+    tmp = target.with_name(f".{target.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for part in existing:
+            out.write(part.read_text(encoding="utf-8"))
+            part.unlink()
+    os.replace(tmp, target)
+    print(f"Captured requests saved to {target}")
