@@ -51,7 +51,7 @@ from axl_action.runtime.scope import (
     is_abort,
     is_admission_denial,
 )
-from axl_action.schema.fingerprint import dataset_fingerprint, scorer_fingerprint
+from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
 RESERVED_METADATA_KEYS = frozenset(
@@ -245,9 +245,7 @@ def _fingerprint(
         if s.is_llm or s.config
     ]
     if judge_config:
-        from axl_action.schema.fingerprint import _sha, canonical_json
-
-        out["config"] = _sha(canonical_json(judge_config))
+        out["config"] = config_fingerprint(judge_config)
     return out
 
 
@@ -463,7 +461,7 @@ def run_eval(
     order) and stamps ``metadata.scorerFiltered`` / ``scorersRun``. ``shard=(i, n)`` runs the
     items with ``index % n == i - 1`` and stamps ``metadata.shard``.
     """
-    from axl_action.schema import EvalResult
+    from axl_action.schema import WIRE, EvalResult
 
     definition = apply_scorer_filter(definition, scorers_filter)
     wire = execute_eval(
@@ -477,7 +475,8 @@ def run_eval(
     )
     if scorers_filter is not None:
         stamp_scorer_filter(wire, definition)
-    return EvalResult.model_validate(wire)
+    # WIRE keeps the per-outcome key order each item was built in.
+    return EvalResult.model_validate(wire, context=WIRE)
 
 
 def apply_scorer_filter(definition: EvalDefinition, names: Sequence[str] | None) -> EvalDefinition:

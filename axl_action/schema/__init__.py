@@ -22,6 +22,7 @@ from axl_action.schema.base import WIRE, WireModel
 from axl_action.schema.fingerprint import (
     Fingerprint,
     canonical_json,
+    config_fingerprint,
     dataset_fingerprint,
     item_key,
     scorer_fingerprint,
@@ -124,6 +125,7 @@ __all__ = [
     "canonical_json",
     "compute_coverage",
     "compute_stats",
+    "config_fingerprint",
     "coverage_of",
     "dataset_fingerprint",
     "describe_input",

@@ -61,6 +61,11 @@ def scorer_fingerprint(scorer_types: Mapping[str, str]) -> str:
     return _sha(canonical_json(list(scorer_types.items())))
 
 
+def config_fingerprint(config: Any) -> str:
+    """Hash of configuration that changes scores (judge models and prompts, for example)."""
+    return _sha(canonical_json(config))
+
+
 class Fingerprint(WireModel):
     """``metadata.fingerprint`` of a result (see module docstring)."""
 
