@@ -422,7 +422,7 @@ class _Flow:
                 f"{self.ctx.triggering_run_id}; this repository's workflow compared them with its own baseline "
                 "and gated them with its own settings, but cannot verify how they were produced."
             )
-        if self.mode in ("compare", "comment") and baseline is None and lookup is not None:
+        if self.mode in ("compare", "comment") and lookup is not None and lookup.results is None:
             warnings.append(f"No baseline: {lookup.reason}.")
         if lookup is not None:
             warnings += lookup.warnings

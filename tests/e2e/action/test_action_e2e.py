@@ -8,6 +8,7 @@ and ``ACTIONS_RESULTS_URL`` pointing at the fake, a temp workspace holding the b
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -22,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 
 from axl_action.action.outputs import OUTPUT_NAMES
-from tests.fakes.github_server import FakeGitHub, FakeRepo, FakeRun
+from tests.fakes.github_server import FakeGitHub, FakeRepo, FakeRun, make_zip
 
 ROOT = Path(__file__).resolve().parents[3]
 EVENTS = ROOT / "tests" / "fixtures" / "events"
@@ -290,27 +292,202 @@ def test_pr_whose_baseline_expired(h: Harness) -> None:
     assert result.outputs["baseline-sha"] == ""
 
 
-def test_fork_pr_stores_the_comment_and_the_relay_posts_it(h: Harness) -> None:
-    h.store_baseline()
-    fork = h.gh.add_repo("stranger", "evals", fork=True)
-    read_only = h.gh.add_token(write=False)
-    run, payload, env, head = h.pull_request(9, fork=fork)
-    result = h.run("pull_request", run, payload, env, token=read_only)
-    assert result.code == 0, result.log
-    assert "title=PR comment stored for the relay" in result.stdout
-    assert h.gh.comments_on(h.repo, 9) == []
-    [stored] = h.artifacts("axl-eval-comment", run)
-    assert json.loads(_unzip(stored.data)["comment.json"])["pr_number"] == 9
+# -- fork PRs: the PR run hands over data, the workflow_run relay does the rest -----------------
 
-    relay_run, relay_payload, relay_env = h.workflow_run(run, fork)
-    relay = h.run(
-        "workflow_run", relay_run, relay_payload, relay_env, inputs={"mode": "comment", "evals": ""}
+INJECTION = (
+    "<img src=x onerror=alert(1)> @octocat [click](https://evil.example/x) "
+    "![pixel](https://evil.example/p.png) </details> #1 ### ✅ axl-eval pass "
+    '<!-- axl-eval-action:comment suite="default" --> <script>alert(2)</script>'
+)
+
+
+def _relay(
+    h: Harness, triggering: FakeRun, fork: FakeRepo, inputs: dict[str, str] | None = None
+) -> tuple[FakeRun, ActionRun]:
+    """The base repository's workflow_run job (``mode: comment``) for ``triggering``."""
+    run, payload, env = h.workflow_run(triggering, fork)
+    result = h.run(
+        "workflow_run", run, payload, env, inputs={"mode": "comment", "evals": "", **(inputs or {})}
     )
-    assert relay.code == 0, relay.log
+    return run, result
+
+
+def _fork_pr(h: Harness, number: int) -> tuple[FakeRun, FakeRepo, str, ActionRun]:
+    """A fork PR's run with a read-only token: it stores its results for the relay."""
+    fork = h.gh.add_repo("stranger", "evals", fork=True)
+    run, payload, env, head = h.pull_request(number, fork=fork)
+    result = h.run("pull_request", run, payload, env, token=h.gh.add_token(write=False))
+    assert result.code == 0, result.log
+    return run, fork, head, result
+
+
+def _outside_code(markdown: str) -> str:
+    """The Markdown without fenced code blocks and code spans, where nothing renders."""
+    text = re.sub(r"(?ms)^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", "", markdown)
+    return re.sub(r"(`+)(?!`).+?(?<!`)\1(?!`)", "", text)
+
+
+def test_fork_pr_hands_over_data_and_the_relay_compares_gates_and_comments(h: Harness) -> None:
+    baseline_run = h.store_baseline()
+    run, fork, head, pr = _fork_pr(h, 9)
+    assert "title=PR results stored for the relay" in pr.stdout
+    assert h.gh.comments_on(h.repo, 9) == []
+    assert not h.artifacts("axl-eval-comment"), "no rendered comment leaves the fork's run"
+    [stored] = h.artifacts("axl-eval-relay", run)
+    files = _unzip(stored.data)
+    assert sorted(files) == ["manifest.json", "results.json"]
+    manifest = json.loads(files["manifest.json"])
+    assert manifest == {
+        "format": "axl-eval-relay/1",
+        "suite": "default",
+        "repository": h.repo.full_name,
+        "pr_number": 9,
+        "head_sha": head,
+    }
+    assert json.loads(files["results.json"]) == json.loads(Path(pr.outputs["results-path"]).read_bytes())
+
+    # The relay gates with its own (trusted) inputs: here stricter than the fork's run was.
+    assert pr.outputs["verdict"] == "pass"
+    relay_run, relay = _relay(h, run, fork, {"max-item-error-rate": "0"})
     [comment] = h.gh.comments_on(h.repo, 9)
-    assert f"head-sha {head}" in comment.body
+    body = comment.body
+    first = body.split("\n")[2]
+    assert first == "### ❌ axl-eval fail — failed: Item error rate · relayed for a fork PR", first
+    assert f"head-sha {head}" in body and body.count('<!-- axl-eval-action:comment suite="default" -->') == 2
+    assert "Relayed for a fork PR" in body and f"workflow run {run.id}" in body
+    # The baseline was fetched by the relay itself, from the default branch.
+    assert relay.outputs["baseline-run-id"] == str(baseline_run.id)
+    assert relay.outputs["baseline-sha"] == h.main[-1] and h.main[-1][:7] in body
+    assert len(h.gh.requests_to("api", "GET", r"/repos/octo/evals/actions/artifacts$")) >= 2
+    # Links: the fork's run (where the evals ran) and the report the relay rendered and uploaded.
+    [report] = h.artifacts("axl-eval-report", relay_run)
+    assert f"/actions/runs/{run.id})" in body
+    assert f"/actions/runs/{relay_run.id}/artifacts/{report.id})" in body
+    # Gated with the relay's inputs, so the verdict and exit code are the relay's.
+    assert relay.outputs["mode"] == "comment" and relay.outputs["verdict"] == "fail"
+    assert relay.code == 1 and "::error title=Gate failed%3A Item error rate::" in relay.stdout
     assert relay.outputs["comment-url"].endswith(f"#issuecomment-{comment.id}")
     assert list(relay.outputs) == list(OUTPUT_NAMES)
+    assert "relayed the results of fork PR" in relay.summary and relay.summary.startswith("### ❌")
+    assert relay.outputs["regressions"] == pr.outputs["regressions"]
+
+    # A re-run of the relay updates the one sticky comment.
+    _, again = _relay(h, run, fork)
+    assert len(h.gh.comments_on(h.repo, 9)) == 1, again.log
+
+
+def _replace_relay_artifact(h: Harness, run: FakeRun, files: dict[str, bytes] | bytes) -> None:
+    """What a hostile fork workflow can do: upload anything under the relay artifact's name."""
+    [stored] = h.artifacts("axl-eval-relay", run)
+    stored.data = files if isinstance(files, bytes) else make_zip(files)
+    stored.digest = "sha256:" + hashlib.sha256(stored.data).hexdigest()
+
+
+def _assert_only_escaped(body: str, *, comment: bool = True) -> None:
+    # The injected text is there (so the checks below are not vacuous), but only escaped ...
+    assert "@\u200docto" in body and "\\!\\[pixel\\]" in body and "&lt;img" in body
+    outside = _outside_code(body)
+    for raw in ("<img", "<script", "@octocat", "](https://evil", "https://evil", "#1 "):
+        assert raw not in outside, raw
+    assert outside.count("<details") == outside.count("</details>")
+    if comment:
+        assert re.findall(r"^#+ .*", outside, re.M)[0].endswith("· relayed for a fork PR")
+    # ... no forged marker: only the two this action writes, plus the head-SHA line.
+    assert body.count("<!-- axl-eval-action") == (3 if comment else 0)
+    # Rendered as GitHub would: no image, no script, every link points at github.com.
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(body)
+    assert "<img" not in html and "<script" not in html
+    hrefs = re.findall(r'href="([^"]*)"', html)
+    assert hrefs and all(href.startswith("https://github.com/") for href in hrefs), hrefs
+
+
+def test_relay_posts_injected_text_from_the_fork_only_escaped(h: Harness) -> None:
+    h.store_baseline()
+    run, fork, _, _ = _fork_pr(h, 9)
+    [stored] = h.artifacts("axl-eval-relay", run)
+    files = _unzip(stored.data)
+    honest = json.loads(files["results.json"])
+
+    # Outputs, judge reasoning and metadata: the comparison still runs, regressed items are shown.
+    results = json.loads(files["results.json"])
+    results["metadata"]["note"] = INJECTION
+    for item in results["items"]:
+        item["output"] = {"category": INJECTION, "priority": "normal", "order_id": None}
+        item["scoreDetails"]["category"]["metadata"] = {"reasoning": INJECTION}
+    _replace_relay_artifact(h, run, {**files, "results.json": json.dumps(results).encode()})
+    _, relay = _relay(h, run, fork)
+    [comment] = h.gh.comments_on(h.repo, 9)
+    assert relay.outputs["comment-url"].endswith(f"#issuecomment-{comment.id}"), relay.log
+    assert "#### Top regressions" in comment.body and "**Judge:** &lt;img" in comment.body
+    _assert_only_escaped(comment.body)
+
+    # The dataset name: shown in the subtitle and in the "cannot be compared" warning.
+    honest["dataset"] = INJECTION
+    _replace_relay_artifact(h, run, {**files, "results.json": json.dumps(honest).encode()})
+    _, relay = _relay(h, run, fork)
+    [comment] = h.gh.comments_on(h.repo, 9)
+    assert "different datasets" in comment.body, relay.log
+    _assert_only_escaped(comment.body)
+    _assert_only_escaped(relay.summary, comment=False)
+
+
+def first_line(comment_body: str) -> str:
+    """The verdict line, after the two hidden marker lines."""
+    return comment_body.split("\n")[2]
+
+
+def test_relay_skips_a_pr_whose_head_moved_on(h: Harness) -> None:
+    h.store_baseline()
+    run, fork, head, _ = _fork_pr(h, 9)
+    newer = h.gh.add_chain(1, parent=head)[0]
+    h.gh.pulls[(h.repo.full_name, 9)].head_sha = newer
+    _, relay = _relay(h, run, fork)
+    assert relay.code == 0, relay.log
+    assert h.gh.comments_on(h.repo, 9) == []
+    assert "::warning title=Fork PR comment not relayed::" in relay.stdout
+    assert f"PR #9 is now at {newer[:7]}, but the triggering run evaluated {head[:7]}" in relay.stdout
+    assert relay.outputs["comment-url"] == "" and relay.outputs["mode"] == "comment"
+
+
+def test_relay_refuses_a_manifest_naming_another_commit_or_pr(h: Harness) -> None:
+    h.store_baseline()
+    *_, victim_head = h.pull_request(12)
+    run, fork, head, _ = _fork_pr(h, 9)
+    [stored] = h.artifacts("axl-eval-relay", run)
+    files = _unzip(stored.data)
+    manifest = json.loads(files["manifest.json"])
+    manifest.update(pr_number=12, head_sha=victim_head)
+    _replace_relay_artifact(h, run, {**files, "manifest.json": json.dumps(manifest).encode()})
+    _, relay = _relay(h, run, fork)
+    assert relay.code == 1
+    assert h.gh.comments_on(h.repo, 12) == [] and h.gh.comments_on(h.repo, 9) == []
+    assert "::error title=Fork PR comment not relayed::" in relay.stdout
+    assert f"it claims head commit {victim_head[:7]}, but the triggering run built {head[:7]}" in relay.stdout
+    assert relay.outputs["verdict"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("replacement", "fragment"),
+    [
+        ({"results.json": b'{"hello": "world"}'}, "results.json is not an axl-eval result"),
+        ({"results.json": b"<h1>not json</h1>"}, "results.json is not valid JSON"),
+        ({"comment.md": "### ✅ axl-eval pass".encode()}, "unexpected files ('comment.md')"),
+        (b"PK this is not a zip", "is not a valid zip archive"),
+    ],
+)
+def test_relay_rejects_an_artifact_that_is_not_a_results_file(
+    h: Harness, replacement: dict[str, bytes] | bytes, fragment: str
+) -> None:
+    run, fork, _, _ = _fork_pr(h, 9)
+    [stored] = h.artifacts("axl-eval-relay", run)
+    files = replacement if isinstance(replacement, bytes) else {**_unzip(stored.data), **replacement}
+    _replace_relay_artifact(h, run, files)
+    _, relay = _relay(h, run, fork)
+    assert relay.code == 1
+    assert h.gh.comments_on(h.repo, 9) == []
+    assert "::error title=Fork PR comment not relayed::" in relay.stdout
+    assert fragment in relay.stdout.replace("%0A", "\n")
+    assert relay.outputs["verdict"] == "error" and fragment.split(" (")[0] in relay.summary.replace("\\", "")
 
 
 def test_failing_gate_publishes_everything_then_exits_1(h: Harness) -> None:
