@@ -376,6 +376,19 @@ def test_fork_pr_hands_over_data_and_the_relay_compares_gates_and_comments(h: Ha
     assert len(h.gh.comments_on(h.repo, 9)) == 1, again.log
 
 
+def test_relay_without_contents_read_uses_the_newest_baseline(h: Harness) -> None:
+    baseline_run = h.store_baseline()
+    run, fork, _, _ = _fork_pr(h, 9)
+    # The documented relay permissions leave out contents: read; a private repository then
+    # refuses the merge-base comparison.
+    h.gh.fail_next(1, 403, path=r"/compare/", message="Resource not accessible by integration")
+    _, relay = _relay(h, run, fork)
+    [comment] = h.gh.comments_on(h.repo, 9)
+    assert relay.outputs["baseline-run-id"] == str(baseline_run.id), relay.log
+    assert "could not compute the PR's merge base" in comment.body
+    assert "contents: read" in comment.body
+
+
 def _replace_relay_artifact(h: Harness, run: FakeRun, files: dict[str, bytes] | bytes) -> None:
     """What a hostile fork workflow can do: upload anything under the relay artifact's name."""
     [stored] = h.artifacts("axl-eval-relay", run)

@@ -107,3 +107,27 @@ def test_auto_mode_follows_the_event() -> None:
         == "compare"
     )
     assert resolve_mode("auto", event_name="push", ref="refs/heads/main", baseline_branch=None).mode == "run"
+
+
+def test_readme_shows_the_documented_workflows_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in sorted((ROOT / "docs" / "workflows").glob("*.yml")):
+        assert path.read_text(encoding="utf-8").rstrip() in readme, f"README's copy of {path.name} is stale"
+
+
+def test_the_fork_relay_workflow_is_least_privilege_and_runs_no_pr_code() -> None:
+    workflow = yaml.safe_load(
+        (ROOT / "docs" / "workflows" / "axl-eval-comment.yml").read_text(encoding="utf-8")
+    )
+    # PyYAML reads the bare key `on` as True.
+    trigger = workflow.get("on", workflow.get(True))
+    assert trigger == {"workflow_run": {"workflows": ["Evals (pull request)"], "types": ["completed"]}}
+    assert workflow["permissions"] == {}
+    [job] = workflow["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert "github.event.workflow_run.event == 'pull_request'" in job["if"]
+    [step] = job["steps"]
+    assert step["with"]["mode"] == "comment"
+    assert "checkout" not in step["uses"] and "run" not in step
+    pr = yaml.safe_load((ROOT / "docs" / "workflows" / "axl-eval-pr.yml").read_text(encoding="utf-8"))
+    assert pr["name"] == "Evals (pull request)"
