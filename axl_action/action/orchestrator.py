@@ -28,6 +28,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from axl_action.action.baseline import (
     RESULTS_NAME,
@@ -303,7 +304,9 @@ class _Flow:
             outcome.exit_code = 1  # the relay's one job is the comment
         return outcome
 
-    def _relay_stop(self, message: str, *, title: str = "", level: str = "error") -> ActionOutcome:
+    def _relay_stop(
+        self, message: str, *, title: str = "", level: Literal["error", "warning", "notice"] = "error"
+    ) -> ActionOutcome:
         """End the relay without a comment: annotate, summarise, write the outputs."""
         if level == "error":
             self.cmd.error(message, title=title or None)
@@ -547,7 +550,7 @@ class _Flow:
                 "the event payload has no pull_request.head.sha to mark the comment with"
             )
         if self.relayed is not None:
-            body = relayed_comment(report_ctx, pr)
+            body = relayed_comment(report_ctx)
         else:
             body = render_comment(report_ctx, limit=COMMENT_LIMIT - _MARKER_ROOM)
         verdict: GateVerdict = "fail" if failed else ("warn" if report_ctx.verdict == "warn" else "pass")
@@ -688,9 +691,8 @@ _MARKER_ROOM = 256
 _RELAYED = " · relayed for a fork PR"
 
 
-def relayed_comment(report_ctx: ReportContext, pr_number: int) -> str:
+def relayed_comment(report_ctx: ReportContext) -> str:
     """The comment for a relayed fork PR: our own rendering, the verdict line saying it was relayed."""
-    del pr_number  # the comment sits on that PR; naming it again adds nothing
     body = render_comment(report_ctx, limit=COMMENT_LIMIT - _MARKER_ROOM - len(_RELAYED))
     first, sep, rest = body.partition("\n")
     if first.startswith("### "):

@@ -20,8 +20,10 @@ from axl_action.action.relay import (
     MANIFEST_FILE,
     RESULTS_FILE,
     RelayManifest,
+    StaleRelayError,
     read_relay_artifact,
     relay_artifact_files,
+    verify_target,
 )
 from axl_action.action.settings import ActionSettings, read_settings
 from axl_action.github.artifact_upload import UploadedArtifact
@@ -306,6 +308,60 @@ def test_relay_artifacts_hold_exactly_the_two_files(tmp_path: Path) -> None:
         read_relay_artifact({**files, "comment.md": b"# hi"}, save_to=tmp_path / "r.json")
     with pytest.raises(ArtifactError, match=r"holds no results\.json"):
         read_relay_artifact({MANIFEST_FILE: files[MANIFEST_FILE]}, save_to=tmp_path / "r.json")
+
+
+@dataclass
+class PullsOnly:
+    """Answers GET /pulls/{n} like the API; records what was asked."""
+
+    pulls: dict[int, dict[str, Any]]
+    asked: list[str] = field(default_factory=list)
+
+    def get_json(self, path: str, params: Any = None, **kw: Any) -> Any:
+        self.asked.append(path)
+        number = int(path.rsplit("/", 1)[1])
+        if number not in self.pulls:
+            raise GitHubPermissionError("Not Found", status=404)
+        return self.pulls[number]
+
+
+@pytest.mark.parametrize(
+    ("change", "trigger", "error", "why"),
+    [
+        ({"repository": "evil/r"}, HEAD, ArtifactError, "names repository 'evil/r'"),
+        ({"suite": "other"}, HEAD, ArtifactError, "for suite 'other'"),
+        ({}, None, ArtifactError, "names no head commit"),
+        (
+            {"head_sha": "d" * 40},
+            HEAD,
+            ArtifactError,
+            "claims head commit ddddddd, but the triggering run built ccccccc",
+        ),
+        ({"pr_number": 4}, HEAD, ArtifactError, "PR #4, which does not exist"),
+        ({"pr_number": 5}, HEAD, StaleRelayError, "PR #5 is now at eeeeeee"),
+    ],
+)
+def test_relay_manifest_is_checked_against_the_event_and_the_pr(
+    change: dict[str, Any], trigger: str | None, error: type[Exception], why: str
+) -> None:
+    pulls = {
+        3: {"head": {"sha": HEAD}, "base": {"sha": "b" * 40}},
+        5: {"head": {"sha": "e" * 40}, "base": {"sha": "b" * 40}},
+    }
+    base = {"suite": "default", "repository": "o/r", "pr_number": 3, "head_sha": HEAD}
+    github: Any = PullsOnly(pulls)
+    with pytest.raises(error, match=why):
+        verify_target(
+            github,
+            RelayManifest(**{**base, **change}),
+            repository="o/r",
+            suite="default",
+            triggering_head_sha=trigger,
+        )
+    ok = verify_target(
+        github, RelayManifest(**base), repository="O/R", suite="default", triggering_head_sha=HEAD.upper()
+    )
+    assert (ok.pr_number, ok.head_sha, ok.base_sha) == (3, HEAD, "b" * 40)
 
 
 def test_shard_leg_defers_gates_but_fails_when_its_slice_cannot_be_uploaded(tmp_path: Path) -> None:
