@@ -54,7 +54,9 @@ def resolve_mode(
     if requested == "compare":
         return ModeChoice("compare", "mode: compare was requested")
     if event_name == "workflow_run":
-        return ModeChoice("comment", "a workflow_run event relays the comment stored by a pull request run")
+        return ModeChoice(
+            "comment", "a workflow_run event: compare the results a fork PR run stored and post the comment"
+        )
     if event_name in PR_EVENTS:
         return ModeChoice("compare", f"a {event_name} event is compared against the baseline")
     if event_name == "merge_group":

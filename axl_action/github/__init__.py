@@ -18,9 +18,8 @@ constructors (and :func:`load_context`) read the environment. Typical use by the
     if should_post(mode, verdict, changed, existing=...):
         try:
             upsert_sticky_comment(gh, ctx.repository, pr.number, body, suite=key, head_sha=pr.head_sha)
-        except GitHubPermissionError:  # fork PR: hand the comment to a workflow_run relay
-            ArtifactUploader.from_env(os.environ).upload(
-                "axl-eval-comment", comment_artifact_files(body, repo=..., pr_number=..., head_sha=..., suite=key))
+        except GitHubPermissionError:  # fork PR: store the results for a workflow_run relay
+            ArtifactUploader.from_env(os.environ).upload("axl-eval-relay", {"results.json": ..., "manifest.json": ...})
 
     # push to the default branch: store the baseline
     ArtifactUploader.from_env(os.environ, on_secret=wc.add_mask).upload(
@@ -57,7 +56,6 @@ from axl_action.github.comments import (
     CommentResult,
     CommentTooLongError,
     GateVerdict,
-    comment_artifact_files,
     compose_comment_body,
     find_sticky_comment,
     resolve_comment_author,
@@ -110,7 +108,6 @@ __all__ = [
     "ZipLimits",
     "artifacts_supported",
     "backend_ids_from_token",
-    "comment_artifact_files",
     "compose_comment_body",
     "download_artifact",
     "download_baseline",

@@ -14,13 +14,12 @@ Before writing, the PR is fetched: if its head moved past the commit this run ev
 newer run is on its way and we leave the comment alone (no stale overwrite).
 
 A fork PR's token is read-only: creating or updating raises :class:`GitHubPermissionError`,
-which the caller turns into a comment artifact (:func:`comment_artifact_files`) for a
-``workflow_run`` relay.
+which the caller answers by storing the run's *results* (not the rendered text) for a
+``workflow_run`` relay that renders and posts the comment itself (``axl_action.action.relay``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Collection
@@ -284,16 +283,3 @@ def upsert_sticky_comment(
     comment = PullRequestComment.from_api(data)
     log.info("PR #%d comment %s: %s", pr_number, action, comment.html_url)
     return CommentResult(action=action, comment_id=comment.id, url=comment.html_url, reason=reason)
-
-
-def comment_artifact_files(
-    body: str, *, repo: str, pr_number: int, head_sha: str, suite: str
-) -> dict[str, bytes]:
-    """Files for a comment artifact that a ``workflow_run`` relay can post for a fork PR.
-
-    ``comment.md`` is the full body (marker included); ``comment.json`` carries the PR number
-    and head SHA, because ``workflow_run.pull_requests`` is empty for forks.
-    """
-    text = compose_comment_body(body, suite=suite, head_sha=head_sha)
-    meta = {"repository": repo, "pr_number": int(pr_number), "head_sha": head_sha.lower(), "suite": suite}
-    return {"comment.md": text.encode("utf-8"), "comment.json": json.dumps(meta, indent=2).encode("utf-8")}

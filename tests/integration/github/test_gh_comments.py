@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ from axl_action.github.comments import (
     CommentMode,
     CommentTooLongError,
     GateVerdict,
-    comment_artifact_files,
     comment_marker,
     compose_comment_body,
     find_sticky_comment,
@@ -144,17 +142,6 @@ def test_too_long_body() -> None:
 def test_suite_keys_that_would_break_the_marker(suite: str) -> None:
     with pytest.raises(GitHubError, match="Suite key"):
         comment_marker(suite)
-
-
-def test_comment_artifact_files() -> None:
-    files = comment_artifact_files("hello", repo="octo/evals", pr_number=12, head_sha=HEAD, suite="s")
-    assert files["comment.md"].decode().endswith("hello")
-    assert json.loads(files["comment.json"]) == {
-        "repository": "octo/evals",
-        "pr_number": 12,
-        "head_sha": HEAD,
-        "suite": "s",
-    }
 
 
 @pytest.mark.parametrize(
