@@ -226,3 +226,8 @@ def _report_gates(report: GateReport, stderr: TextIO) -> int:
     if report.gate("regressions").status == "fail":
         code = 1
     return code
+
+
+def help_text() -> str:
+    """The full help of this command (also shown by `axl-eval --help`)."""
+    return HELP

@@ -29,20 +29,27 @@ Usage: axl-eval <eval paths...> [flags]          run evals (same as `axl-eval ru
 Commands:
 {commands}
 
-Run `axl-eval <command> --help` for the flags of a command.
+Every command and its flags follow; `axl-eval <command> --help` shows one command.
 """
 
 
-def _usage() -> str:
+def _usage(full: bool = False) -> str:
     width = max(len(n) for n in COMMANDS)
     lines = [f"  {name.ljust(width)}  {summary}" for name, (_, summary) in COMMANDS.items()]
-    return USAGE.format(commands="\n".join(lines))
+    text = USAGE.format(commands="\n".join(lines))
+    if not full:
+        return text
+    sections = [text]
+    for name, (module_name, _) in COMMANDS.items():
+        module = importlib.import_module(f"axl_action.cli.{module_name}")
+        sections.append(f"── axl-eval {name} " + "─" * (60 - len(name)) + "\n" + module.help_text().rstrip())
+    return "\n\n".join(sections)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
-        print(_usage())
+        print(_usage(full=bool(args)))
         return 0 if args else 1
     if args[0] in ("-V", "--version"):
         from importlib.metadata import version

@@ -77,3 +77,8 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
     shards = first.metadata.get("merged", {}).get("shards")
     print(f"Merged {shards} shard(s) into {len(first.items)} items: {target}", file=stdout)
     return 0
+
+
+def help_text() -> str:
+    """The full help of this command (also shown by `axl-eval --help`)."""
+    return HELP

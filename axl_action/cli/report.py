@@ -187,3 +187,8 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
     for label, path in written:
         print(f"{label}: {path}", file=stdout)
     return 0
+
+
+def help_text() -> str:
+    """The full help of this command (also shown by `axl-eval --help`)."""
+    return HELP

@@ -241,3 +241,8 @@ def _write(output: Path, results: list[dict[str, Any]], *, as_list: bool) -> Non
         ) from None
     print(f"Rescored results saved to {output}")
     join_sidecar(output, results)
+
+
+def help_text() -> str:
+    """The full help of this command (also shown by `axl-eval --help`)."""
+    return build_parser().format_help()

@@ -304,3 +304,8 @@ def _write(output: Path, results: list[dict[str, Any]], quiet: bool) -> None:
         ) from None
     print(f"Results saved to {output}")
     join_sidecar(output, results)
+
+
+def help_text() -> str:
+    """The full help of this command (also shown by `axl-eval --help`)."""
+    return build_parser().format_help()
