@@ -2,9 +2,13 @@
 
 Run from the repository root:  python benchmarks/provider_throughput.py [--calls N] [--concurrency C]
 
-The fake OpenAI server runs in a separate process so its threads do not compete with the
-client for the GIL. ``ideal`` = ceil(calls / concurrency) * delay: what a client with zero
-overhead would take. Target: wall / ideal <= 1.15.
+The server runs in a separate process so it does not compete with the client for the GIL.
+By default it is a lean asyncio server speaking the OpenAI wire format (usage, request-id
+header): the test fake (``--server fake``, a ``ThreadingHTTPServer`` with one thread per
+connection) needs more CPU per request than the client under test, and on a 2-core machine
+it then competes with the client for the second core. Both servers' CPU per call is printed.
+``ideal`` = ceil(calls / concurrency) * delay: what a client with zero overhead would take.
+Target: wall / ideal <= 1.15.
 
 Also measures, single-threaded against the in-process mock provider, what the accounting
 layer adds per operation (``Runtime.chat`` inside a ``track`` scope vs the bare adapter).
@@ -13,6 +17,8 @@ layer adds per operation (``Runtime.chat`` inside a ``track`` scope vs the bare 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import math
 import multiprocessing
 import statistics
@@ -35,11 +41,68 @@ KEY = "sk-bench-0000000000000000"
 
 
 def serve(delay: float, port_out: multiprocessing.Queue[int], stop: multiprocessing.Event) -> None:  # type: ignore[type-arg]
+    """The test fake (``ThreadingHTTPServer``) in this process; reports its CPU seconds."""
     from tests.fakes.llm_servers import FakeLLMServer
 
     with FakeLLMServer("openai", default_delay=delay) as server:
         port_out.put(server.port)
         stop.wait()
+    port_out.put(time.process_time())  # type: ignore[arg-type]
+
+
+_REPLY = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+).encode()
+
+
+class _LeanOpenAI(asyncio.Protocol):
+    """Answers each keep-alive HTTP/1.1 POST with an OpenAI chat completion after ``delay``."""
+
+    served = 0
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.buf = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while (end := self.buf.find(b"\r\n\r\n")) >= 0:
+            head = self.buf[:end].lower()
+            at = head.find(b"\ncontent-length:")
+            length = int(head[at + 16 :].split(b"\r\n", 1)[0]) if at >= 0 else 0
+            if len(self.buf) < end + 4 + length:
+                return
+            self.buf = self.buf[end + 4 + length :]
+            _LeanOpenAI.served += 1
+            reply = (
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: req_%d\r\n"
+                b"content-length: %d\r\n\r\n" % (_LeanOpenAI.served, len(_REPLY))
+            ) + _REPLY
+            asyncio.get_running_loop().call_later(self.delay, self.transport.write, reply)
+
+
+def serve_lean(delay: float, port_out: multiprocessing.Queue[int], stop: multiprocessing.Event) -> None:  # type: ignore[type-arg]
+    """The lean asyncio server in this process; reports its CPU seconds."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: _LeanOpenAI(delay), "127.0.0.1", 0, backlog=1024)
+        port_out.put(server.sockets[0].getsockname()[1])
+        await loop.run_in_executor(None, stop.wait)
+        server.close()
+
+    asyncio.run(main())
+    port_out.put(time.process_time())  # type: ignore[arg-type]
 
 
 def http_run(
@@ -95,17 +158,21 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--delay-ms", type=float, default=20.0)
+    parser.add_argument("--server", choices=("lean", "fake"), default="lean")
     args = parser.parse_args()
 
     ctx = multiprocessing.get_context("spawn")
     ports: multiprocessing.Queue[int] = ctx.Queue()  # type: ignore[assignment]
     stop = ctx.Event()
-    server = ctx.Process(target=serve, args=(args.delay_ms / 1000, ports, stop), daemon=True)
+    target = serve_lean if args.server == "lean" else serve
+    server = ctx.Process(target=target, args=(args.delay_ms / 1000, ports, stop), daemon=True)
     server.start()
     base_url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
     ideal = math.ceil(args.calls / args.concurrency) * args.delay_ms / 1000
+    total_calls = 0
     try:
         for label, gateway in (("adapter", False), ("gateway+accounting", True)):
+            total_calls += args.calls + args.concurrency
             wall, cpu, lat = http_run(base_url, args.calls, args.concurrency, gateway)
             overhead_ms = (statistics.mean(lat) - args.delay_ms / 1000) * 1000
             print(
@@ -117,7 +184,9 @@ def main() -> int:
             )
     finally:
         stop.set()
+        server_cpu = ports.get(timeout=10)
         server.join(5)
+    print(f"server ({args.server}): CPU {server_cpu / total_calls * 1e6:.0f} µs/call")
     bare_us, measured_us = accounting_overhead(20000)
     print(
         f"accounting overhead (single thread, mock provider): bare {bare_us:.1f} µs/call, "

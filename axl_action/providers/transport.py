@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -19,15 +20,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from requests.utils import get_environ_proxies
+from requests.utils import DEFAULT_CA_BUNDLE_PATH, get_environ_proxies
 
 from axl_action.providers.errors import ProviderError
 from axl_action.providers.redact import redact_headers, redact_secrets, redact_value
 from axl_action.providers.types import CallTiming, WireExchange
+from axl_action.providers.wire import Origin, WireError
 
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid")
 """Response headers that carry a provider request id, in lookup order."""
@@ -165,6 +167,11 @@ class HttpTransport:
         self._wall_clock = wall_clock
         self._rng = rng
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
+        self._pool_size = pool_size
+        # A caller-supplied session (custom adapters, auth, mounts) is always honoured, so all
+        # traffic then goes through requests; otherwise requests is only the fallback for what
+        # the lean client in wire.py does not do (proxies, credentials in the URL).
+        self._custom_session = session is not None
         if session is None:
             session = requests.Session()
             # Pool sized for the runner's concurrency; retries are ours (max_retries=0).
@@ -181,6 +188,75 @@ class HttpTransport:
         self.session = session
         self._proxies: dict[str, dict[str, str]] = {}
         self._templates: dict[tuple[str, tuple[tuple[str, str], ...]], requests.PreparedRequest] = {}
+        self._routes: dict[tuple[str, tuple[tuple[str, str], ...]], _Route] = {}
+        self._origins: dict[tuple[str, str, int], Origin] = {}
+        self._origins_lock = threading.Lock()
+        self._tls: ssl.SSLContext | None = None
+
+    def close(self) -> None:
+        """Close idle connections (the transport stays usable; new ones open on demand)."""
+        with self._origins_lock:
+            origins = list(self._origins.values())
+        for origin in origins:
+            origin.close()
+        self.session.close()
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """Verifying TLS context with the CA bundle requests would use (its certifi bundle, or
+        ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE``), so both paths trust the same roots."""
+        if self._tls is None:
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+            if bundle and os.path.isdir(bundle):
+                context = ssl.create_default_context(capath=bundle)
+            else:
+                context = ssl.create_default_context(cafile=bundle or DEFAULT_CA_BUNDLE_PATH)
+            context.set_alpn_protocols(["http/1.1"])
+            self._tls = context
+        return self._tls
+
+    def _route(self, url: str, headers: Mapping[str, str]) -> _Route:
+        """How to send to ``url`` with ``headers``, worked out once per distinct pair: the
+        request head bytes, the redacted headers for capture, and the connection pool (or
+        ``None``: send through requests)."""
+        key = (url, tuple(headers.items()))
+        route = self._routes.get(key)
+        if route is not None:
+            return route
+        send_headers = {"content-type": "application/json", "accept": "application/json", **headers}
+        parts = urlsplit(url)
+        origin: Origin | None = None
+        head = b""
+        lean = (
+            not self._custom_session
+            and parts.scheme in ("http", "https")
+            and parts.hostname is not None
+            and parts.username is None
+            and not self._proxies_for(url)
+        )
+        if lean and parts.hostname is not None:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            origin_key = (parts.scheme, parts.hostname, port)
+            with self._origins_lock:
+                origin = self._origins.get(origin_key)
+                if origin is None:
+                    tls = self._tls_context() if parts.scheme == "https" else None
+                    origin = Origin(parts.hostname, port, tls=tls, maxsize=self._pool_size)
+                    self._origins[origin_key] = origin
+            target = quote(parts.path or "/", safe="/:@!$&'()*+,;=-._~%")
+            if parts.query:
+                target += "?" + quote(parts.query, safe="/:@!$&'()*+,;=-._~%?")
+            host = parts.netloc.rpartition("@")[2]
+            lines = [f"POST {target} HTTP/1.1", f"host: {host}", "user-agent: axl-eval-action"]
+            for name, value in send_headers.items():
+                if any(c in f"{name}{value}" for c in "\r\n\0") or ":" in name:
+                    raise ValueError(f"invalid HTTP header {name!r} for {self.provider}")
+                lines.append(f"{name}: {value}")
+            head = ("\r\n".join(lines) + "\r\ncontent-length: ").encode("latin-1")
+        route = _Route(send_headers, redact_headers(send_headers), origin, head)
+        if len(self._routes) > 256:  # many distinct URLs (e.g. Gemini models): stay bounded
+            self._routes.clear()
+        self._routes[key] = route
+        return route
 
     def _proxies_for(self, url: str) -> dict[str, str]:
         """Environment proxies for ``url``'s host (honouring NO_PROXY), resolved once."""
@@ -205,6 +281,23 @@ class HttpTransport:
         prepared.headers["Content-Length"] = str(len(payload))
         return prepared
 
+    def _send_via_requests(
+        self, url: str, send_headers: Mapping[str, str], payload: bytes, timeout: float, t0: float
+    ) -> tuple[int, Mapping[str, str], bytes, float]:
+        # Straight to the connection adapter: an API POST needs no cookie jar, redirect
+        # handling or per-call settings merge, which were ~25% of client CPU per call.
+        prepared = self._prepare(url, send_headers, payload)
+        with self.session.get_adapter(url).send(
+            prepared,
+            stream=True,
+            timeout=timeout,
+            proxies=self._proxies_for(url),
+            verify=self.session.verify if self.session.verify is not None else True,
+            cert=self.session.cert,
+        ) as resp:
+            ttfb_ms = (self._clock() - t0) * 1000.0
+            return resp.status_code, resp.headers, resp.content, ttfb_ms
+
     def backoff(self, retry_number: int) -> float:
         """Exponential backoff with equal jitter for the ``retry_number``-th retry (1-based)."""
         ceiling = min(self.policy.max_delay, self.policy.base_delay * 2.0 ** (retry_number - 1))
@@ -226,17 +319,14 @@ class HttpTransport:
         raises (an admission denial) propagates unchanged and no request is sent.
         """
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        send_headers = {"content-type": "application/json", "accept": "application/json", **headers}
-        safe_headers = redact_headers(send_headers)
+        route = self._route(url, headers)
         queued_ms = 0.0
         if self._slots is not None:
             t_wait = self._clock()
             self._slots.acquire()
             queued_ms = (self._clock() - t_wait) * 1000.0
         try:
-            return self._attempts(
-                url, send_headers, safe_headers, body, payload, timeout, queued_ms, before_dispatch
-            )
+            return self._attempts(url, route, body, payload, timeout, queued_ms, before_dispatch)
         finally:
             if self._slots is not None:
                 self._slots.release()
@@ -244,8 +334,7 @@ class HttpTransport:
     def _attempts(
         self,
         url: str,
-        send_headers: Mapping[str, str],
-        safe_headers: Mapping[str, str],
+        route: _Route,
         body: Mapping[str, Any],
         payload: bytes,
         timeout: float,
@@ -253,6 +342,9 @@ class HttpTransport:
         before_dispatch: Callable[[], None] | None,
     ) -> HttpResult:
         policy = self.policy
+        safe_headers = route.safe_headers
+        origin = route.origin
+        request = route.head + b"%d\r\n\r\n" % len(payload) + payload if origin is not None else b""
         wire_ms = retry_ms = ttfb_ms = 0.0
         rate_limit_retries = 0
         attempt = 0
@@ -266,21 +358,17 @@ class HttpTransport:
             resp_body: Any = None
             failure: str
             try:
-                # Straight to the connection adapter: an API POST needs no cookie jar, redirect
-                # handling or per-call settings merge, which were ~25% of client CPU per call.
-                prepared = self._prepare(url, send_headers, payload)
-                with self.session.get_adapter(url).send(
-                    prepared,
-                    stream=True,
-                    timeout=timeout,
-                    proxies=self._proxies_for(url),
-                    verify=self.session.verify if self.session.verify is not None else True,
-                    cert=self.session.cert,
-                ) as resp:
-                    ttfb_ms = (self._clock() - t0) * 1000.0
-                    raw = resp.content
-                    status = resp.status_code
-                    resp_headers = resp.headers
+                if origin is not None:
+                    status, resp_headers, raw, first_byte_at = origin.exchange(request, timeout, self._clock)
+                    ttfb_ms = (first_byte_at - t0) * 1000.0
+                else:
+                    status, resp_headers, raw, ttfb_ms = self._send_via_requests(
+                        url, route.send_headers, payload, timeout, t0
+                    )
+            except WireError as exc:
+                wire_ms += (self._clock() - t0) * 1000.0
+                failure = f"network error: {exc}"
+                retryable = exc.retryable
             except requests.RequestException as exc:
                 wire_ms += (self._clock() - t0) * 1000.0
                 failure = f"network error: {_describe_exception(exc)}"
@@ -384,6 +472,18 @@ class HttpTransport:
             response_body=redact_value(resp_body, extra=self._secrets) if scrub else resp_body,
             attempts=attempts,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """Per-(URL, headers) send plan, computed once (see ``HttpTransport._route``)."""
+
+    send_headers: Mapping[str, str]
+    safe_headers: Mapping[str, str]
+    origin: Origin | None
+    """The lean client's connection pool; ``None`` = send through requests."""
+    head: bytes
+    """Request line and headers up to the ``content-length`` value (lean client only)."""
 
 
 def _describe_exception(exc: requests.RequestException) -> str:
