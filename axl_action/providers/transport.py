@@ -26,7 +26,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.utils import DEFAULT_CA_BUNDLE_PATH, get_environ_proxies
 
-from axl_action.providers.errors import ProviderError
+from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.redact import redact_headers, redact_secrets, redact_value
 from axl_action.providers.types import CallTiming, WireExchange
 from axl_action.providers.wire import Origin, WireError
@@ -249,10 +249,16 @@ class HttpTransport:
             lines = [f"POST {target} HTTP/1.1", f"host: {host}", "user-agent: axl-eval-action"]
             for name, value in send_headers.items():
                 if any(c in f"{name}{value}" for c in "\r\n\0") or ":" in name:
-                    raise ValueError(f"invalid HTTP header {name!r} for {self.provider}")
+                    # Never echo the value: it is usually the credential.
+                    raise ProviderConfigError(
+                        f"The {self.provider} request header {name!r} contains a line break or NUL",
+                        hint="check the API key / header environment variables for stray newlines",
+                    )
                 lines.append(f"{name}: {value}")
             head = ("\r\n".join(lines) + "\r\ncontent-length: ").encode("latin-1")
-        route = _Route(send_headers, redact_headers(send_headers), origin, head)
+        route = _Route(
+            send_headers, redact_headers(send_headers), redact_secrets(url, self._secrets), origin, head
+        )
         if len(self._routes) > 256:  # many distinct URLs (e.g. Gemini models): stay bounded
             self._routes.clear()
         self._routes[key] = route
@@ -343,6 +349,7 @@ class HttpTransport:
     ) -> HttpResult:
         policy = self.policy
         safe_headers = route.safe_headers
+        safe_url = route.safe_url
         origin = route.origin
         request = route.head + b"%d\r\n\r\n" % len(payload) + payload if origin is not None else b""
         wire_ms = retry_ms = ttfb_ms = 0.0
@@ -369,10 +376,12 @@ class HttpTransport:
                 wire_ms += (self._clock() - t0) * 1000.0
                 failure = f"network error: {exc}"
                 retryable = exc.retryable
+                hint = exc.hint
             except requests.RequestException as exc:
                 wire_ms += (self._clock() - t0) * 1000.0
                 failure = f"network error: {_describe_exception(exc)}"
                 retryable = True
+                hint = None
             else:
                 wire_ms += (self._clock() - t0) * 1000.0
                 text = raw.decode("utf-8", errors="replace")
@@ -384,7 +393,14 @@ class HttpTransport:
                     parsed_ok = False
                 if 200 <= status < 300:
                     exchange = self._exchange(
-                        url, safe_headers, body, status, resp_headers, resp_body, attempt, scrub=not parsed_ok
+                        safe_url,
+                        safe_headers,
+                        body,
+                        status,
+                        resp_headers,
+                        resp_body,
+                        attempt,
+                        scrub=not parsed_ok,
                     )
                     if not parsed_ok:
                         # A 2xx that is not JSON was still dispatched (and maybe billed); it is
@@ -419,10 +435,11 @@ class HttpTransport:
                     )
                 failure = f"HTTP {status}: {describe_error_body(resp_body)}"
                 retryable = status in policy.retry_statuses
+                hint = None
 
             if not retryable or attempt >= policy.max_attempts:
                 exchange = self._exchange(
-                    url, safe_headers, body, status or None, resp_headers, resp_body, attempt, scrub=True
+                    safe_url, safe_headers, body, status or None, resp_headers, resp_body, attempt, scrub=True
                 )
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise ProviderError(
@@ -432,7 +449,7 @@ class HttpTransport:
                     retryable=retryable,
                     request_id=find_request_id(resp_headers, resp_body),
                     attempts=attempt,
-                    hint=_hint_for(status, url),
+                    hint=hint or _hint_for(status, url),
                     secrets=self._secrets,
                     exchange=exchange,
                 )
@@ -449,7 +466,7 @@ class HttpTransport:
 
     def _exchange(
         self,
-        url: str,
+        safe_url: str,
         safe_headers: Mapping[str, str],
         body: Mapping[str, Any],
         status: int | None,
@@ -464,7 +481,7 @@ class HttpTransport:
         # redacts every record it builds, and scrubbing costs ~50 µs per call on the hot path.
         return WireExchange(
             method="POST",
-            url=redact_secrets(url, self._secrets),
+            url=safe_url,
             request_headers=safe_headers,
             request_body=redact_value(body, extra=self._secrets) if scrub else body,
             status=status,
@@ -480,6 +497,9 @@ class _Route:
 
     send_headers: Mapping[str, str]
     safe_headers: Mapping[str, str]
+    """``send_headers`` with secret values redacted, for exchanges."""
+    safe_url: str
+    """The URL with any secret redacted, for exchanges."""
     origin: Origin | None
     """The lean client's connection pool; ``None`` = send through requests."""
     head: bytes

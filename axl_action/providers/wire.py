@@ -34,6 +34,8 @@ class WireError(Exception):
 
     retryable = True
     """Whether another attempt could succeed."""
+    hint: str | None = None
+    """How to fix it, when there is something more specific than checking the network."""
 
 
 class WireTimeout(WireError):
@@ -48,6 +50,10 @@ class WireTLSError(WireError):
     """TLS verification failed (wrong certificate or host); retrying cannot help."""
 
     retryable = False
+    hint = (
+        "the endpoint's certificate is not trusted: for a private CA set REQUESTS_CA_BUNDLE "
+        "to a PEM bundle that includes it"
+    )
 
 
 class Origin:
@@ -66,19 +72,21 @@ class Origin:
         self.maxsize = maxsize
         self._idle: list[socket.socket] = []
 
-    def _connect(self, timeout: float) -> socket.socket:
+    def _connect(self, deadline: float) -> socket.socket:
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=timeout)
+            sock = socket.create_connection((self.host, self.port), timeout=deadline - time.monotonic())
         except TimeoutError:
             raise WireTimeout("the request timed out while connecting") from None
         except OSError as exc:
-            raise WireError(f"could not connect ({_os_reason(exc)})") from None
+            raise WireError(f"could not connect to {self.host}:{self.port} ({_os_reason(exc)})") from None
         # Headers and body go out in one write, and the reply is awaited: with Nagle on, a
         # small request could wait for a delayed ACK.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.tls is None:
-            return sock
         try:
+            # What is left of the attempt's time, so connecting does not extend it.
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            if self.tls is None:
+                return sock
             return self.tls.wrap_socket(sock, server_hostname=self.host)
         except ssl.SSLCertVerificationError as exc:
             sock.close()
@@ -88,9 +96,9 @@ class Origin:
             raise WireTimeout("the request timed out during the TLS handshake") from None
         except OSError as exc:
             sock.close()
-            raise WireError(f"the TLS handshake failed ({_os_reason(exc)})") from None
+            raise WireError(f"the TLS handshake failed: {_os_reason(exc)}") from None
 
-    def _take(self, timeout: float) -> socket.socket:
+    def _take(self, timeout: float, deadline: float) -> socket.socket:
         """An idle connection that the server has not closed, else a new one."""
         idle = self._idle
         while idle:
@@ -110,7 +118,7 @@ class Origin:
                 continue
             sock.settimeout(timeout)
             return sock
-        return self._connect(timeout)
+        return self._connect(deadline)
 
     def _give_back(self, sock: socket.socket) -> None:
         if len(self._idle) < self.maxsize:
@@ -136,7 +144,7 @@ class Origin:
         response bytes arrived. ``timeout`` bounds the whole attempt (connect, send, receive).
         """
         deadline = time.monotonic() + timeout
-        sock = self._take(timeout)
+        sock = self._take(timeout, deadline)
         try:
             sock.sendall(request)
             reader = _Reader(sock, deadline)
@@ -156,7 +164,7 @@ class Origin:
             raise WireError(f"the TLS connection failed ({exc.reason or exc})") from None
         except OSError as exc:
             sock.close()
-            raise WireError(f"the connection broke ({_os_reason(exc)})") from None
+            raise WireError(_os_reason(exc)) from None
         if reusable:
             self._give_back(sock)
         else:
@@ -299,4 +307,4 @@ def _os_reason(exc: OSError) -> str:
         return "the connection was reset"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
-    return exc.strerror or type(exc).__name__
+    return f"the connection broke: {exc.strerror or type(exc).__name__}"
