@@ -1,10 +1,18 @@
 """JSON-over-HTTP transport with retries, admission hook and per-attempt timing.
 
+Requests go out through the lean keep-alive HTTP/1.1 client in ``wire.py`` (one connection
+pool per scheme/host/port, sized ``pool_size``), which costs a fraction of the CPU per call of
+requests/urllib3; that matters because at the runner's concurrency the client's CPU is the
+throughput limit (see ``wire.py``). ``requests`` (already a dependency) remains the path for
+what the lean client deliberately does not do: proxies from the environment (``HTTP(S)_PROXY``
+/ ``NO_PROXY``, resolved once per host), credentials in the URL, and a caller-supplied
+``requests.Session``. Both paths verify TLS against the same CA bundle.
+
 Why an explicit loop instead of ``urllib3.Retry``: the budget rules (spec §8.2) require an
 admission check immediately before *every* dispatch attempt, after any backoff wait, and the
 timing contract (spec §12.3) needs per-attempt wire time, the sum of backoff waits and the
 number of rate-limit retries. ``urllib3.Retry`` can do neither (no pre-attempt hook, no
-per-attempt observations), so the loop below owns retries and urllib3 is configured with none.
+per-attempt observations), so the loop below owns retries and neither path retries by itself.
 """
 
 from __future__ import annotations
@@ -140,6 +148,10 @@ def describe_error_body(body: Any) -> str:
 
 class HttpTransport:
     """POSTs JSON with bounded retries; one instance per provider, shared across threads.
+
+    ``timeout`` (per call) bounds each attempt as a whole: connecting, sending and reading the
+    reply (through requests: each connect and each read). ``session`` sends everything through that ``requests.Session`` instead of the lean
+    client. ``close()`` closes idle connections.
 
     ``sleep``, ``clock``, ``wall_clock`` and ``rng`` are injectable so tests run instantly and
     deterministically.
