@@ -76,7 +76,9 @@ class Origin:
 
     def _connect(self, deadline: float) -> socket.socket:
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=deadline - time.monotonic())
+            sock = socket.create_connection(
+                (self.host, self.port), timeout=max(deadline - time.monotonic(), 0.001)
+            )
         except TimeoutError:
             raise WireTimeout("the request timed out while connecting") from None
         except OSError as exc:

@@ -244,15 +244,16 @@ def test_header_with_a_line_break_is_refused_without_echoing_it(raw: Callable[..
 
 def test_environment_proxy_sends_through_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeLLMServer("openai") as proxy:
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        for name in ("HTTP_PROXY", "http_proxy"):  # the lower-case one wins when both are set
+            monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
         p = provider("http://api.example.invalid/v1")
         assert ask(p) == "ok"
         (request,) = proxy.requests
         assert request.path == "http://api.example.invalid/v1/chat/completions"  # proxy form
 
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
         with FakeLLMServer("openai") as direct:
             assert ask(provider(direct.base_url)) == "ok"
             assert len(direct.requests) == 1 and len(proxy.requests) == 1
