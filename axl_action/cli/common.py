@@ -132,3 +132,23 @@ def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
             part.unlink()
     os.replace(tmp, target)
     print(f"Captured requests saved to {target}")
+
+
+def write_results(
+    output: Path, results: list[dict[str, Any]], *, as_list: bool, what: str = "results"
+) -> None:
+    """Write wire results (one object, or an array when ``as_list``) and join the capture sidecar."""
+    from axl_action.errors import InputFileError
+    from axl_action.schema import WIRE, EvalResult, write_result_file
+
+    # WIRE keeps each item's key order: the reference writes a different order per outcome.
+    models = [EvalResult.model_validate(r, context=WIRE) for r in results]
+    try:
+        write_result_file(output, models if as_list else models[0])
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot write the {what} to {output}: {exc.strerror or exc}",
+            hint="check that the directory is writable, or pass another --output",
+        ) from None
+    print(f"{what[0].upper()}{what[1:]} saved to {output}")
+    join_sidecar(output, results)

@@ -23,12 +23,12 @@ from axl_action.cli.common import (
     Interrupt,
     budget_arg,
     env_int,
-    join_sidecar,
     make_runtime,
     positive_int,
     sidecar_sink,
+    write_results,
 )
-from axl_action.errors import EvalDefinitionError, InputFileError, UsageError
+from axl_action.errors import EvalDefinitionError, UsageError
 
 SUMMARY = "Re-run scorers on the saved outputs of a results file"
 USAGE_HINT = "axl-eval rescore <results.json> <eval-file> [--output FILE] [--budget $X]"
@@ -134,7 +134,7 @@ def run(argv: list[str]) -> int:
     for result in rescored:
         print("\n" + console.format_table(result) + "\n")
     if args.output and rescored:
-        _write(Path(args.output), rescored, as_list=source.is_list)
+        write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
     if interrupt.signum is not None:
         print(
             f"[axl-eval] Interrupted: wrote the results rescored so far ({len(rescored)} result(s)).",
@@ -225,22 +225,6 @@ def _referenced_operations(source: Any) -> set[str]:
             if diagnostics is not None:
                 wanted.update(op.operation_id for op in diagnostics.operations)
     return wanted
-
-
-def _write(output: Path, results: list[dict[str, Any]], *, as_list: bool) -> None:
-    from axl_action.schema import WIRE, EvalResult, write_result_file
-
-    # WIRE keeps each item's key order (it differs per rescore rule).
-    models = [EvalResult.model_validate(r, context=WIRE) for r in results]
-    try:
-        write_result_file(output, models if as_list else models[0])
-    except OSError as exc:
-        raise InputFileError(
-            f"cannot write the rescored results to {output}: {exc.strerror or exc}",
-            hint="check that the directory is writable, or pass another --output",
-        ) from None
-    print(f"Rescored results saved to {output}")
-    join_sidecar(output, results)
 
 
 def help_text() -> str:

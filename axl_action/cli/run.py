@@ -23,10 +23,10 @@ from axl_action.cli.common import (
     Interrupt,
     budget_arg,
     env_int,
-    join_sidecar,
     make_runtime,
     positive_int,
     sidecar_sink,
+    write_results,
 )
 from axl_action.errors import AxlError, UsageError
 
@@ -156,7 +156,7 @@ def run(argv: list[str]) -> int:
     finally:
         interrupt.restore()
     if args.output and results:
-        _write(Path(args.output), results, args.quiet)
+        write_results(Path(args.output), results, as_list=len(results) != 1)
     if interrupt.signum is not None:
         print(
             f"[axl-eval] Interrupted: wrote the results completed so far ({len(results)} result(s)).",
@@ -287,23 +287,6 @@ def _run_one(
 def _describe(err: Exception) -> str:
     """An AxlError prints as itself; anything else with its type, so a bug is recognisable."""
     return str(err) if isinstance(err, AxlError) else f"{type(err).__name__}: {err}"
-
-
-def _write(output: Path, results: list[dict[str, Any]], quiet: bool) -> None:
-    from axl_action.errors import InputFileError
-    from axl_action.schema import WIRE, EvalResult, write_result_file
-
-    # WIRE keeps the per-outcome key order the runner built each item in.
-    models = [EvalResult.model_validate(r, context=WIRE) for r in results]
-    try:
-        write_result_file(output, models[0] if len(models) == 1 else models)
-    except OSError as exc:
-        raise InputFileError(
-            f"cannot write the results to {output}: {exc.strerror or exc}",
-            hint="check that the directory is writable, or pass another --output",
-        ) from None
-    print(f"Results saved to {output}")
-    join_sidecar(output, results)
 
 
 def help_text() -> str:
