@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from axl_action.cli.flags import GATE_VALUE_FLAGS, gate_flags, scan
+from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
@@ -62,13 +62,8 @@ class CompareArgs:
 
     baseline: str
     candidate: str
-    thresholds: float | Mapping[str, float] | None = None
-    fail_on_regression: bool = False
-    max_scorer_error_rate: float | None = None
-    max_item_error_rate: float | None = None
-    max_cost_increase: float | None = None
+    gates: GateFlags
     holm: bool = False
-    seed: int | None = None
     json_path: str | None = None
     raw_values: dict[str, str] = field(default_factory=dict)
 
@@ -89,13 +84,8 @@ def parse_args(argv: Sequence[str]) -> CompareArgs:
     return CompareArgs(
         baseline=files[0],
         candidate=files[1],
-        thresholds=gates.thresholds,
-        fail_on_regression=gates.fail_on_regression,
-        max_scorer_error_rate=gates.max_scorer_error_rate,
-        max_item_error_rate=gates.max_item_error_rate,
-        max_cost_increase=gates.max_cost_increase,
+        gates=gates,
         holm="--holm" in scanned.flags,
-        seed=gates.seed,
         json_path=json_path,
         raw_values=scanned.values,
     )
@@ -115,9 +105,8 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     args = parse_args(argv)
 
     from axl_action.compare.console import format_compare
-    from axl_action.compare.engine import CompareOptions, compare_results
+    from axl_action.compare.engine import compare_results
     from axl_action.compare.gates import (
-        GateOptions,
         evaluate_gates,
         scorer_subset_refusal,
         scorer_subset_sides,
@@ -132,28 +121,23 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     subset = scorer_subset_sides(baseline[0], candidate[0])
     for side, ran in subset:
         _warn(stderr, "WARNING: " + scorer_subset_warning(side, ran))
-    if subset and args.fail_on_regression:
+    if subset and args.gates.fail_on_regression:
         _warn(stderr, "Refusing to gate: " + scorer_subset_refusal([side for side, _ in subset]))
         return 1
 
     comparison = compare_results(
         baseline,
         candidate,
-        CompareOptions(thresholds=args.thresholds, seed=args.seed, holm=args.holm),
+        args.gates.compare_options(holm=args.holm),
     )
     report = evaluate_gates(
         comparison,
         baseline,
         candidate,
-        GateOptions(
-            fail_on_regression=args.fail_on_regression,
-            max_scorer_error_rate=args.max_scorer_error_rate,
-            max_item_error_rate=args.max_item_error_rate,
-            max_cost_increase=args.max_cost_increase,
-        ),
+        args.gates.gate_options(),
     )
-    if isinstance(args.thresholds, Mapping):
-        unknown = [k for k in args.thresholds if k not in comparison.scorers]
+    if isinstance(args.gates.thresholds, Mapping):
+        unknown = [k for k in args.gates.thresholds if k not in comparison.scorers]
         if unknown:
             _warn(
                 stderr,
@@ -172,7 +156,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         _warn(stderr, "WARNING: " + line)
     for line in divergent_skip_notes(comparison):
         _warn(stderr, "NOTE: " + line)
-    if thinned and args.max_scorer_error_rate is None:
+    if thinned and args.gates.max_scorer_error_rate is None:
         _warn(stderr, "(advisory — pass --max-scorer-error-rate <0..1> to fail CI on a thinned sample)")
 
     code = _report_gates(report, stderr)

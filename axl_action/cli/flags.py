@@ -11,8 +11,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from axl_action.errors import UsageError
+
+if TYPE_CHECKING:
+    from axl_action.compare.engine import CompareOptions
+    from axl_action.compare.gates import GateOptions
 
 _RATE_RE = re.compile(r"^\d*\.?\d+$")
 _PCT_RE = re.compile(r"^\d*\.?\d+%?$")
@@ -135,6 +140,23 @@ class GateFlags:
     """``--max-cost-increase`` in percent."""
     seed: int | None
     """``--seed`` of the bootstrap."""
+
+    def compare_options(self, *, holm: bool = False) -> CompareOptions:
+        """The compare engine's options these flags ask for."""
+        from axl_action.compare.engine import CompareOptions
+
+        return CompareOptions(thresholds=self.thresholds, seed=self.seed, holm=holm)
+
+    def gate_options(self) -> GateOptions:
+        """The gates' options these flags ask for."""
+        from axl_action.compare.gates import GateOptions
+
+        return GateOptions(
+            fail_on_regression=self.fail_on_regression,
+            max_scorer_error_rate=self.max_scorer_error_rate,
+            max_item_error_rate=self.max_item_error_rate,
+            max_cost_increase=self.max_cost_increase,
+        )
 
 
 def gate_flags(scanned: Scanned) -> GateFlags:

@@ -11,13 +11,13 @@ exit code of ``axl-eval compare``, not of this command.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from axl_action.cli.flags import GATE_VALUE_FLAGS, gate_flags, scan
+from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
 SUMMARY = "Render the PR comment, job summary and HTML report for a result"
@@ -67,17 +67,12 @@ class ReportArgs:
     """Parsed command line of ``axl-eval report``."""
 
     candidate: str
+    gates: GateFlags
     baseline: str | None = None
     html: str | None = None
     markdown: str | None = None
     summary: str | None = None
     suite: str | None = None
-    thresholds: float | Mapping[str, float] | None = None
-    fail_on_regression: bool = False
-    max_item_error_rate: float | None = None
-    max_scorer_error_rate: float | None = None
-    max_cost_increase: float | None = None
-    seed: int | None = None
     run_url: str | None = None
     report_url: str | None = None
     values: dict[str, str] = field(default_factory=dict)
@@ -101,12 +96,7 @@ def parse_args(argv: Sequence[str]) -> ReportArgs:
         markdown=values.get("--markdown"),
         summary=values.get("--summary"),
         suite=values.get("--suite"),
-        thresholds=gates.thresholds,
-        fail_on_regression=gates.fail_on_regression,
-        max_item_error_rate=gates.max_item_error_rate,
-        max_scorer_error_rate=gates.max_scorer_error_rate,
-        max_cost_increase=gates.max_cost_increase,
-        seed=gates.seed,
+        gates=gates,
         run_url=values.get("--run-url"),
         report_url=values.get("--report-url"),
         values=values,
@@ -138,8 +128,8 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
         return 0
     args = parse_args(argv)
 
-    from axl_action.compare.engine import CompareOptions, compare_results
-    from axl_action.compare.gates import GateOptions, evaluate_gates
+    from axl_action.compare.engine import compare_results
+    from axl_action.compare.gates import evaluate_gates
     from axl_action.report import (
         RunInfo,
         build_report_context,
@@ -153,19 +143,12 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
     baseline = load_result_file(args.baseline).results if args.baseline else None
     comparison = gates = None
     if baseline is not None:
-        comparison = compare_results(
-            baseline, candidate, CompareOptions(thresholds=args.thresholds, seed=args.seed)
-        )
+        comparison = compare_results(baseline, candidate, args.gates.compare_options())
         gates = evaluate_gates(
             comparison,
             baseline,
             candidate,
-            GateOptions(
-                fail_on_regression=args.fail_on_regression,
-                max_scorer_error_rate=args.max_scorer_error_rate,
-                max_item_error_rate=args.max_item_error_rate,
-                max_cost_increase=args.max_cost_increase,
-            ),
+            args.gates.gate_options(),
         )
     info = RunInfo(
         suite=args.suite,
