@@ -49,14 +49,16 @@ def api_key() -> str:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory, api_key: str) -> Iterator[LlamaServer]:
+    missing: str | None = None
     try:
         require_server_module()
         gguf = find_gguf()
     except LocalModelMissing as exc:
-        message = f"{exc}; install it with: bash .ci/setup-local-model.sh (see docs/local-model.md)"
+        missing = f"{exc}; install it with: bash .ci/setup-local-model.sh (see docs/local-model.md)"
+    if missing is not None:
         if os.environ.get("AXL_REQUIRE_LOCAL_MODEL") == "1":
-            pytest.fail(f"AXL_REQUIRE_LOCAL_MODEL=1 but {message}", pytrace=False)
-        pytest.skip(message)
+            pytest.fail(f"AXL_REQUIRE_LOCAL_MODEL=1 but {missing}", pytrace=False)
+        pytest.skip(missing)
     log = tmp_path_factory.mktemp("llama") / "server.log"
     server = LlamaServer(gguf, api_key, log).start()
     try:
