@@ -64,6 +64,17 @@ if ! installed; then
   how="installed from the wheel cache"
   if ! pip_quiet install --no-index --find-links "$wheels" "${pins[@]}"; then
     how="built and installed"
+    # Only a cache miss compiles llama.cpp, so only then does the compiler matter.
+    if ! command -v g++ >/dev/null 2>&1 || ! command -v cmake >/dev/null 2>&1; then
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "-- apt-get install g++ cmake" >>"$log"
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ cmake; } >>"$log" 2>&1 ||
+          fail "installing g++ and cmake failed"
+      else
+        fail "building llama-cpp-python needs g++ and cmake; install them and run this again"
+      fi
+    fi
     echo "-- building wheels into $wheels" >>"$log"
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" pip_quiet wheel --find-links "$wheels" --wheel-dir "$wheels" \
       "${pins[@]}" || fail "building the wheels failed"
