@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from axl_action.errors import AxlError
-from axl_action.github.artifacts import BaselineChoice, FetchedBaseline, fetch_baseline, merge_base
-from axl_action.github.client import GitHubClient
+from axl_action.github.api import GitHubApi
+from axl_action.github.artifacts import FetchedBaseline, fetch_baseline, merge_base
+from axl_action.github.baseline_policy import EXPIRED_ON_DOWNLOAD, BaselineChoice
 from axl_action.github.errors import ArtifactError, ArtifactExpiredError, GitHubPermissionError
 from axl_action.schema import ResultFile, parse_result_text
 
@@ -54,7 +55,7 @@ def age_text(seconds: float) -> str:
 
 
 def locate_baseline(
-    client: GitHubClient,
+    client: GitHubApi,
     repo: str,
     *,
     artifact_name: str,
@@ -72,13 +73,13 @@ def locate_baseline(
             raise
         except AxlError as err:
             warnings.append(f"could not compute the PR's merge base ({err}); using the newest baseline")
-    del now  # the age is measured by the github layer's clock
     try:
         fetched = fetch_baseline(
             client,
             repo,
             artifact_name=artifact_name,
             branch=branch,
+            now=now,
             merge_base_sha=merge_base_sha,
             base_sha=pull.base_sha if pull else None,
         )
@@ -97,8 +98,19 @@ def locate_baseline(
             warnings=warnings,
         )
     if not isinstance(fetched, FetchedBaseline):
-        return BaselineLookup(reason=fetched.reason, warnings=warnings)
+        # Expired or out of the window: a baseline existed, so say so loudly (a ::warning::).
+        unusable = fetched.cause in ("expired", "too-old")
+        return BaselineLookup(
+            reason=fetched.reason, problem=fetched.reason if unusable else None, warnings=warnings
+        )
     found = fetched.choice
+    gone = [s for s in found.skipped if s.reason == EXPIRED_ON_DOWNLOAD]
+    if gone:
+        runs = ", ".join(str(s.run_id) for s in gone)
+        warnings.append(
+            f"a newer baseline (run {runs}) expired before it could be downloaded (410 Gone); "
+            f"compared against run {found.run_id} instead"
+        )
     try:
         results = _read_results(fetched.files, found)
     except AxlError as err:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from axl_action.github.client import GitHubClient
+from axl_action.github.api import GitHubApi
 from axl_action.github.comments import (
     CommentMode,
     CommentResult,
@@ -25,7 +25,7 @@ from axl_action.github.comments import (
 class StickyCommenter:
     """Writes this suite's sticky comment on PRs of ``repo``."""
 
-    client: GitHubClient
+    client: GitHubApi
     repo: str
     suite: str
     author: str | None = None

@@ -27,8 +27,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from axl_action.errors import AxlError
+from axl_action.github.api import GitHubApi
 from axl_action.github.artifacts import download_artifact
-from axl_action.github.client import GitHubClient, repo_path
+from axl_action.github.client import repo_path
 from axl_action.github.errors import ArtifactError, GitHubPermissionError
 from axl_action.github.safezip import ZipLimits, extract_zip
 from axl_action.schema import ResultFile, parse_result_text
@@ -103,7 +104,7 @@ def _rejected(why: str, hint: str | None = None) -> ArtifactError:
     )
 
 
-def find_relay_artifact(github: GitHubClient, repo: str, run_id: int, name: str) -> dict[str, Any] | None:
+def find_relay_artifact(github: GitHubApi, repo: str, run_id: int, name: str) -> dict[str, Any] | None:
     """The newest unexpired artifact ``name`` of run ``run_id``, or None when it stored none."""
     found = github.get_json(
         f"{repo_path(repo)}/actions/runs/{int(run_id)}/artifacts",
@@ -118,7 +119,7 @@ def find_relay_artifact(github: GitHubClient, repo: str, run_id: int, name: str)
 
 
 def download_relay_artifact(
-    github: GitHubClient, repo: str, artifact: Mapping[str, Any], name: str
+    github: GitHubApi, repo: str, artifact: Mapping[str, Any], name: str
 ) -> dict[str, bytes]:
     """Download and unpack the relay artifact under the relay's size and zip limits."""
     size = artifact.get("size_in_bytes")
@@ -182,7 +183,7 @@ def parse_manifest(data: bytes) -> RelayManifest:
 
 
 def verify_target(
-    github: GitHubClient,
+    github: GitHubApi,
     manifest: RelayManifest,
     *,
     repository: str,

@@ -12,7 +12,8 @@ constructors (and :func:`load_context`) read the environment. Typical use by the
     # pull_request: compare against the default branch's baseline
     mb = merge_base(gh, ctx.repository, ctx.pull_request.base_sha, ctx.pull_request.head_sha)
     fetched = fetch_baseline(gh, ctx.repository, artifact_name="axl-eval-baseline",
-                             branch=ctx.pull_request.base_ref, workflow=ctx.workflow_file,
+                             branch=ctx.pull_request.base_ref, now=datetime.now(UTC),
+                             workflow=ctx.workflow_file,
                              merge_base_sha=mb, base_sha=ctx.pull_request.base_sha)
     ...
     if should_post(mode, verdict, changed, existing=...):
@@ -26,6 +27,7 @@ constructors (and :func:`load_context`) read the environment. Typical use by the
         "axl-eval-baseline", {"results.json": data}, overwrite=True)
 """
 
+from axl_action.github.api import GitHubApi
 from axl_action.github.artifact_upload import (
     ArtifactUploader,
     UploadedArtifact,
@@ -34,12 +36,7 @@ from axl_action.github.artifact_upload import (
     zip_files,
 )
 from axl_action.github.artifacts import (
-    ArtifactInfo,
-    BaselineChoice,
     FetchedBaseline,
-    NoBaseline,
-    SkippedCandidate,
-    WorkflowRunInfo,
     download_artifact,
     download_baseline,
     fetch_baseline,
@@ -48,6 +45,15 @@ from axl_action.github.artifacts import (
     list_run_artifacts,
     list_workflow_runs,
     merge_base,
+)
+from axl_action.github.baseline_policy import (
+    ArtifactInfo,
+    BaselineChoice,
+    Commits,
+    NoBaseline,
+    SkippedCandidate,
+    WorkflowRunInfo,
+    choose_baseline,
 )
 from axl_action.github.client import GitHubClient
 from axl_action.github.comments import (
@@ -76,6 +82,7 @@ from axl_action.github.event import (
     WorkflowRunTrigger,
     load_context,
 )
+from axl_action.github.retry import Backoff, Retrier, Retry
 from axl_action.github.safezip import ZipLimits, extract_zip
 from axl_action.github.workflow_commands import SummaryTooLargeError, WorkflowCommands
 
@@ -85,12 +92,15 @@ __all__ = [
     "ArtifactExpiredError",
     "ArtifactInfo",
     "ArtifactUploader",
+    "Backoff",
     "BaselineChoice",
     "CommentMode",
     "CommentResult",
     "CommentTooLongError",
+    "Commits",
     "FetchedBaseline",
     "GateVerdict",
+    "GitHubApi",
     "GitHubClient",
     "GitHubContext",
     "GitHubError",
@@ -99,6 +109,8 @@ __all__ = [
     "MergeGroupContext",
     "NoBaseline",
     "PullRequestContext",
+    "Retrier",
+    "Retry",
     "SkippedCandidate",
     "SummaryTooLargeError",
     "UploadedArtifact",
@@ -108,6 +120,7 @@ __all__ = [
     "ZipLimits",
     "artifacts_supported",
     "backend_ids_from_token",
+    "choose_baseline",
     "compose_comment_body",
     "download_artifact",
     "download_baseline",

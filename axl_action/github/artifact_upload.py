@@ -13,8 +13,9 @@ The protocol (see the platform notes, §1):
 4. ``FinalizeArtifact`` with the byte count and ``sha256:<hex>`` returns the artifact id,
    the same id the REST API lists.
 
-Twirp calls are retried like the toolkit: 5 attempts on 429/5xx and network errors, with
-3 s · 1.5^n backoff plus jitter. A name that already exists in the run (a re-run of the job)
+Twirp calls and blob requests are retried by the layer's one rule (``github.retry``): 5
+attempts on 429/5xx and network errors, waiting 3 s (the toolkit's first wait), then twice as
+long each time, plus up to 25 % jitter. A name that already exists in the run (a re-run of the job)
 answers 409; ``overwrite=True`` deletes the old artifact first, as upload-artifact does.
 
 Only a container (or JavaScript) action receives the two variables; a ``run:`` step and a
@@ -44,6 +45,7 @@ from pydantic import BaseModel, ConfigDict
 
 from axl_action.github.client import USER_AGENT
 from axl_action.github.errors import ArtifactError, redact
+from axl_action.github.retry import Backoff, Retrier, Retry
 
 log = logging.getLogger("axl_action.github")
 
@@ -169,10 +171,13 @@ class ArtifactUploader:
         session: a ``requests.Session`` to reuse.
         sleep: waits between retries (tests pass a recorder).
         max_attempts: attempts per Twirp call and per blob request.
-        base_delay: first Twirp backoff in seconds (then ×1.5 per attempt).
+        base_delay: first backoff in seconds (``github.retry``: doubled per attempt, plus up
+            to 25 % jitter); 3 s is the toolkit's first wait.
         max_retention_days: ``GITHUB_RETENTION_DAYS``, the repository's cap.
         on_secret: called with every credential-like value the service hands out (the SAS
             signature), so the caller can ``::add-mask::`` it.
+        clock: the current time: artifact expiry and the zip entries' timestamps.
+        uniform: the jitter's random source, draws in [0, 1) (tests pass a fixed one).
     """
 
     def __init__(
@@ -190,6 +195,7 @@ class ArtifactUploader:
         user_agent: str = USER_AGENT,
         on_secret: Callable[[str], None] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        uniform: Callable[[], float] | None = None,
     ) -> None:
         parts = urlsplit(results_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -201,16 +207,18 @@ class ArtifactUploader:
         self.ids = backend_ids_from_token(runtime_token)
         self._session = session or requests.Session()
         self._session.trust_env = False
-        self.sleep = sleep
-        self.max_attempts = max_attempts
-        self.base_delay = base_delay
         self.timeout = timeout
         self.block_size = block_size
         self.max_retention_days = max_retention_days
         self.user_agent = user_agent
         self.on_secret = on_secret
         self.clock = clock
-        self._rng = random.Random()
+        self.retrier = Retrier(
+            Backoff(attempts=max_attempts, base=base_delay),
+            sleep=sleep,
+            uniform=uniform or random.Random().random,
+        )
+        """The layer's one retry rule (``github.retry``) for Twirp calls and blob requests."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **kwargs: Any) -> ArtifactUploader:
@@ -241,7 +249,9 @@ class ArtifactUploader:
     ) -> UploadedArtifact:
         """Zip ``files`` and upload them as artifact ``name``; return its id, size and digest."""
         validate_artifact_name(name)
-        return self.upload_zip(name, zip_files(files), retention_days=retention_days, overwrite=overwrite)
+        return self.upload_zip(
+            name, zip_files(files, when=self.clock()), retention_days=retention_days, overwrite=overwrite
+        )
 
     def upload_zip(
         self, name: str, data: bytes, *, retention_days: int | None = None, overwrite: bool = False
@@ -359,9 +369,6 @@ class ArtifactUploader:
         for sig in parse_qs(urlsplit(url).query).get("sig", []):
             self.on_secret(sig)
 
-    def _backoff(self, attempt: int) -> float:
-        return self.base_delay * 1.5 ** (attempt - 1) * (1 + self._rng.uniform(0, 0.5))
-
     def _call(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         url = self.origin + SERVICE_PATH + method
         headers = {
@@ -370,42 +377,33 @@ class ArtifactUploader:
             "User-Agent": self.user_agent,
         }
         payload = json.dumps(body, separators=(",", ":"))
-        for attempt in range(1, self.max_attempts + 1):
+
+        def attempt(_: int) -> dict[str, Any]:
             try:
                 resp = self._session.post(url, data=payload, headers=headers, timeout=self.timeout)
             except requests.RequestException as exc:
-                problem = f"{type(exc).__name__}"
-                if attempt >= self.max_attempts:
-                    raise ArtifactError(
-                        f"{method} failed after {attempt} attempts: {problem}",
-                        hint="check network access to ACTIONS_RESULTS_URL; re-run the job",
-                    ) from None
-            else:
-                if resp.status_code == 200:
-                    try:
-                        data = resp.json()
-                    except ValueError:
-                        raise ArtifactError(
-                            f"{method} returned a non-JSON body", hint="re-run the job"
-                        ) from None
-                    if not isinstance(data, dict):
-                        raise ArtifactError(f"{method} returned an unexpected body", hint="re-run the job")
-                    return data
+                raise Retry(type(exc).__name__) from None
+            if resp.status_code != 200:
                 error = self._twirp_error(method, body.get("name"), resp)
-                if resp.status_code not in _RETRY_STATUSES or attempt >= self.max_attempts:
-                    raise error
-                problem = f"HTTP {resp.status_code}"
-            delay = self._backoff(attempt)
-            log.warning(
-                "Artifact service %s: %s; retrying in %.1fs (attempt %d/%d)",
-                method,
-                problem,
-                delay,
-                attempt,
-                self.max_attempts,
+                if resp.status_code in _RETRY_STATUSES:
+                    raise Retry(f"HTTP {resp.status_code}", error=error)
+                raise error
+            try:
+                data = resp.json()
+            except ValueError:
+                raise ArtifactError(f"{method} returned a non-JSON body", hint="re-run the job") from None
+            if not isinstance(data, dict):
+                raise ArtifactError(f"{method} returned an unexpected body", hint="re-run the job")
+            return data
+
+        def give_up(retry: Retry, n: int) -> ArtifactError:
+            what = f"{method} for artifact {body['name']!r}" if body.get("name") else method
+            return ArtifactError(
+                f"{what} failed after {n} attempts: {retry.problem}",
+                hint="check network access to ACTIONS_RESULTS_URL; re-run the job",
             )
-            self.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return self.retrier.run(attempt, what=f"Artifact service {method}", give_up=give_up)
 
     def _twirp_error(self, method: str, name: object, resp: requests.Response) -> ArtifactError:
         try:
@@ -469,30 +467,30 @@ class ArtifactUploader:
         host = urlsplit(url).netloc  # never log the URL: its query is a credential
         # Only the SAS authorises this request; the runtime token must not reach the blob host.
         hdrs = {"User-Agent": self.user_agent, "Content-Length": str(len(body)), **headers}
-        for attempt in range(1, self.max_attempts + 1):
+
+        def attempt(_: int) -> None:
             try:
                 resp = self._session.put(url, data=body, headers=hdrs, timeout=self.timeout)
             except requests.RequestException as exc:
-                problem = type(exc).__name__
-            else:
-                if resp.status_code in (200, 201):
-                    return
-                if resp.status_code not in _RETRY_STATUSES:
-                    code = resp.headers.get("x-ms-error-code", "")
-                    raise ArtifactError(
-                        f"Uploading to the artifact storage host {host} failed with {resp.status_code} {code}".rstrip(),
-                        hint="the signed upload URL may have expired; re-run the job",
-                        status=resp.status_code,
-                    )
-                problem = f"HTTP {resp.status_code}"
-            if attempt >= self.max_attempts:
-                raise ArtifactError(
-                    f"Uploading to the artifact storage host {host} failed after {attempt} attempts ({problem})",
-                    hint="re-run the job",
-                )
-            delay = self._backoff(attempt)
-            log.warning("Blob upload to %s: %s; retrying in %.1fs", host, problem, delay)
-            self.sleep(delay)
+                raise Retry(type(exc).__name__) from None
+            if resp.status_code in (200, 201):
+                return
+            if resp.status_code in _RETRY_STATUSES:
+                raise Retry(f"HTTP {resp.status_code}")
+            code = resp.headers.get("x-ms-error-code", "")
+            raise ArtifactError(
+                f"Uploading to the artifact storage host {host} failed with {resp.status_code} {code}".rstrip(),
+                hint="the signed upload URL may have expired; re-run the job",
+                status=resp.status_code,
+            )
+
+        def give_up(retry: Retry, n: int) -> ArtifactError:
+            return ArtifactError(
+                f"Uploading to the artifact storage host {host} failed after {n} attempts ({retry.problem})",
+                hint="re-run the job",
+            )
+
+        self.retrier.run(attempt, what=f"Blob upload to {host}", give_up=give_up)
 
 
 def _field(body: Mapping[str, Any], snake: str) -> Any:

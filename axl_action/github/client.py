@@ -33,6 +33,7 @@ from axl_action.github.errors import (
     GitHubRateLimitError,
     redact,
 )
+from axl_action.github.retry import Backoff, Retrier, Retry
 
 log = logging.getLogger("axl_action.github")
 
@@ -63,10 +64,12 @@ class GitHubClient:
         clock: returns the current UNIX time; used to turn ``x-ratelimit-reset`` into a wait.
         max_attempts: total attempts per request, the first one included.
         max_wait: the longest single wait; a longer ``retry-after``/reset raises instead.
-        base_delay: first backoff step for 5xx (doubled each attempt, capped at ``max_wait``).
+        base_delay: first backoff step for 5xx and network errors (``github.retry``: doubled
+            each attempt, plus up to 25 % jitter, capped at ``max_wait``).
         timeout: per-request timeout in seconds (connect and read).
         min_mutation_interval: seconds between two mutating requests (POST/PATCH/PUT/DELETE);
             GitHub's best practices ask for at least one to avoid secondary rate limits.
+        uniform: the jitter's random source, draws in [0, 1) (tests pass a fixed one).
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class GitHubClient:
         timeout: float = 30.0,
         user_agent: str = USER_AGENT,
         min_mutation_interval: float = 1.0,
+        uniform: Callable[[], float] | None = None,
     ) -> None:
         if not token:
             raise GitHubError(
@@ -114,7 +118,12 @@ class GitHubClient:
         self.min_mutation_interval = min_mutation_interval
         self._last_mutation: float | None = None
         self._warned_deprecation = False
-        self._rng = random.Random()
+        self.retrier = Retrier(
+            Backoff(attempts=max_attempts, base=base_delay, cap=max_wait),
+            sleep=sleep,
+            uniform=uniform or random.Random().random,
+        )
+        """The layer's one retry rule (``github.retry``); the artifact download reuses it."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], token: str, **kwargs: Any) -> GitHubClient:
@@ -186,64 +195,70 @@ class GitHubClient:
                 if wait > 0:
                     self.sleep(wait)
             self._last_mutation = self._clock()
-        redirects = 0
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                resp = self._send(method, url, params=params, json=json, headers=headers)
-            except requests.RequestException as exc:
-                retry = method in _IDEMPOTENT or isinstance(exc, requests.ConnectTimeout)
-                if not retry or attempt >= self.max_attempts:
-                    raise GitHubError(
-                        f"GitHub API {method} {self._display(url)} failed: "
-                        f"{redact(type(exc).__name__ + ': ' + str(exc), self._token)}",
-                        hint=f"gave up after {attempt} attempt(s); check the network and GITHUB_API_URL",
-                    ) from None
-                delay = self._backoff(attempt)
-                log.warning(
-                    "GitHub %s %s: %s; retrying in %.1fs (attempt %d/%d)",
-                    method,
-                    self._display(url),
-                    type(exc).__name__,
-                    delay,
-                    attempt,
-                    self.max_attempts,
-                )
-                self.sleep(delay)
-                continue
+        state = {"url": url, "method": method, "params": params, "json": json}
 
+        def attempt(n: int) -> requests.Response:
+            return self._attempt(
+                state, n, headers=headers, expect_redirect=expect_redirect, hint=permission_hint
+            )
+
+        def give_up(retry: Retry, n: int) -> GitHubError:
+            return GitHubError(
+                f"GitHub API {method} {self._display(url)} failed: {retry.problem}",
+                hint=f"gave up after {n} attempt(s); check the network and GITHUB_API_URL",
+            )
+
+        return self.retrier.run(attempt, what=f"GitHub {method} {self._display(url)}", give_up=give_up)
+
+    def _attempt(
+        self,
+        state: dict[str, Any],
+        attempt: int,
+        *,
+        headers: Mapping[str, str] | None,
+        expect_redirect: bool,
+        hint: str | None,
+    ) -> requests.Response:
+        """One attempt, following same-origin redirects; raises ``Retry`` when it may be repeated.
+
+        ``state`` carries the request across attempts, so a retry after a redirect goes
+        straight to where the redirect pointed.
+        """
+        for _ in range(6):  # the request itself and at most five redirects
+            method, url = state["method"], state["url"]
+            try:
+                resp = self._send(method, url, params=state["params"], json=state["json"], headers=headers)
+            except requests.RequestException as exc:
+                problem = redact(type(exc).__name__ + ": " + str(exc), self._token)
+                if method in _IDEMPOTENT or isinstance(exc, requests.ConnectTimeout):
+                    raise Retry(problem) from None
+                raise GitHubError(
+                    f"GitHub API {method} {self._display(url)} failed: {problem}",
+                    hint=f"gave up after {attempt} attempt(s); check the network and GITHUB_API_URL",
+                ) from None
             log.debug("GitHub %s %s -> %s", method, self._display(url), resp.status_code)
             if resp.status_code in (301, 302, 303, 307, 308):
                 location = resp.headers.get("location", "")
                 target = urljoin(url, location)
-                if location and self._same_origin(target) and redirects < 5:
-                    redirects += 1
-                    url = target
-                    params = None  # the Location already carries the query
+                if location and self._same_origin(target):
+                    state["url"] = target
+                    state["params"] = None  # the Location already carries the query
                     if resp.status_code == 303:
-                        method, json = "GET", None
-                    attempt -= 1  # a redirect is not a failed attempt
+                        state["method"], state["json"] = "GET", None
                     continue
                 if expect_redirect and location:
                     return resp
-                raise self._error(method, url, resp, permission_hint)
+                raise self._error(method, url, resp, hint)
             if resp.status_code < 300:
                 return resp
-
-            delay_or_none = self._retry_delay(method, resp, attempt)
-            if delay_or_none is None:
-                raise self._error(method, url, resp, permission_hint)
-            log.warning(
-                "GitHub %s %s answered %s; retrying in %.1fs (attempt %d/%d)",
-                method,
-                self._display(url),
-                resp.status_code,
-                delay_or_none,
-                attempt,
-                self.max_attempts,
-            )
-            self.sleep(delay_or_none)
+            retry = self._retry(method, resp, attempt)
+            if retry is None:
+                raise self._error(method, url, resp, hint)
+            raise retry
+        raise GitHubError(
+            f"GitHub API {state['method']} {self._display(state['url'])} redirected more than 5 times",
+            hint="check GITHUB_API_URL",
+        )
 
     def _send(
         self,
@@ -335,13 +350,9 @@ class GitHubClient:
 
     # -- retry policy -----------------------------------------------------------------------
 
-    def _backoff(self, attempt: int) -> float:
-        base = min(self.max_wait, self.base_delay * 2.0 ** (attempt - 1))
-        # Jitter spreads retries of parallel jobs; never beyond the cap.
-        return min(self.max_wait, base * (1 + self._rng.uniform(0, 0.25)))
-
-    def _retry_delay(self, method: str, resp: requests.Response, attempt: int) -> float | None:
-        """How long to wait before retrying ``resp``, or None when it must not be retried."""
+    def _retry(self, method: str, resp: requests.Response, attempt: int) -> Retry | None:
+        """``Retry`` (with the wait GitHub asked for, if any) for ``resp``, or None when it must
+        not be retried."""
         status = resp.status_code
         limited = is_rate_limited(resp)
         if not limited and status not in RETRYABLE_STATUSES:
@@ -357,11 +368,9 @@ class GitHubClient:
             if limited:
                 raise self._rate_limit_error(method, resp, requested, attempt)
             return None
-        if requested is not None:
-            if requested > self.max_wait:
-                raise self._rate_limit_error(method, resp, requested, attempt)
-            return max(0.0, requested)
-        return self._backoff(attempt)
+        if requested is not None and requested > self.max_wait:
+            raise self._rate_limit_error(method, resp, requested, attempt)
+        return Retry(f"answered {status}", wait=requested)
 
     def _requested_wait(self, resp: requests.Response) -> float | None:
         retry_after = resp.headers.get("retry-after")

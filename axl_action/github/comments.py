@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from axl_action.github.client import GitHubClient, repo_path
+from axl_action.github.api import GitHubApi
+from axl_action.github.client import repo_path
 from axl_action.github.errors import GitHubError, GitHubPermissionError
 
 log = logging.getLogger("axl_action.github")
@@ -174,7 +175,7 @@ def should_post(mode: CommentMode, verdict: GateVerdict, changed: bool, existing
     raise GitHubError(f"Unknown comment mode {mode!r}", hint="use always, on-change, on-failure or off")
 
 
-def resolve_comment_author(client: GitHubClient, configured: str | None = None) -> str:
+def resolve_comment_author(client: GitHubApi, configured: str | None = None) -> str:
     """The login our comments are written as.
 
     ``configured`` wins (needed for App tokens). Otherwise ``GET /user`` names a PAT's user;
@@ -191,7 +192,7 @@ def resolve_comment_author(client: GitHubClient, configured: str | None = None) 
 
 
 def find_sticky_comment(
-    client: GitHubClient, repo: str, pr_number: int, *, suite: str, authors: Collection[str]
+    client: GitHubApi, repo: str, pr_number: int, *, suite: str, authors: Collection[str]
 ) -> PullRequestComment | None:
     """The newest non-minimized comment with our marker for ``suite`` written by one of ``authors``."""
     _check_suite(suite)
@@ -210,7 +211,7 @@ def find_sticky_comment(
     return found
 
 
-def current_head_sha(client: GitHubClient, repo: str, pr_number: int) -> str:
+def current_head_sha(client: GitHubApi, repo: str, pr_number: int) -> str:
     """The PR's head commit right now (``GET /pulls/{n}``)."""
     data = client.get_json(
         f"{repo_path(repo)}/pulls/{int(pr_number)}",
@@ -225,7 +226,7 @@ def current_head_sha(client: GitHubClient, repo: str, pr_number: int) -> str:
 
 
 def upsert_sticky_comment(
-    client: GitHubClient,
+    client: GitHubApi,
     repo: str,
     pr_number: int,
     body: str,

@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from axl_action.github.artifacts import (
-    BaselineChoice,
     FetchedBaseline,
-    NoBaseline,
     download_artifact,
     download_baseline,
     fetch_baseline,
@@ -19,12 +17,14 @@ from axl_action.github.artifacts import (
     list_run_artifacts,
     merge_base,
 )
+from axl_action.github.baseline_policy import BaselineChoice, NoBaseline
 from axl_action.github.client import GitHubClient
 from axl_action.github.errors import ArtifactError, ArtifactExpiredError, GitHubPermissionError
 from tests.fakes.github_server import FakeGitHub, FakeRepo, make_zip
 
 NAME = "axl-eval-baseline"
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
+NOW = T0 + timedelta(days=2)
 
 
 class World:
@@ -43,6 +43,7 @@ class World:
         self.client = GitHubClient(gh.api_url, self.token, sleep=lambda s: None)
 
     def find(self, **kw: Any) -> BaselineChoice | NoBaseline:
+        kw.setdefault("now", NOW)
         return find_baseline(self.client, self.repo.full_name, artifact_name=NAME, branch="main", **kw)
 
 
@@ -122,7 +123,7 @@ def test_listing_across_pages(fake_github: FakeGitHub) -> None:
         run = fake_github.add_run(repo, head_sha=sha, created_at=T0 + timedelta(minutes=i))
         fake_github.add_artifact(run, NAME, {"r.json": b"{}"})
     client = GitHubClient(fake_github.api_url, token, sleep=lambda s: None)
-    choice = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main")
+    choice = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW)
     assert isinstance(choice, BaselineChoice) and choice.head_sha == shas[-1]
     assert len(fake_github.requests_to("api", "GET", r"/actions/artifacts$")) == 2
     assert len(fake_github.requests_to("api", "GET", r"/actions/runs$")) == 2
@@ -131,11 +132,11 @@ def test_listing_across_pages(fake_github: FakeGitHub) -> None:
 def test_no_baseline_reasons(fake_github: FakeGitHub) -> None:
     repo: FakeRepo = fake_github.add_repo()
     client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=lambda s: None)
-    none = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main")
+    none = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW)
     assert isinstance(none, NoBaseline) and "no artifact named" in none.reason
     run = fake_github.add_run(repo, head_sha=fake_github.add_commit())
     fake_github.add_artifact(run, NAME, {"r.json": b"{}"}, expired=True)
-    none = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main")
+    none = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW)
     assert isinstance(none, NoBaseline) and "expired" in none.reason and len(none.skipped) == 1
 
 
@@ -204,7 +205,7 @@ def test_fetch_falls_back_when_the_chosen_artifact_expires_at_download(world: Wo
     # The listing still says "not expired", but the download answers 410.
     world.gh.fail_next(1, 410, path=rf"/artifacts/{world.arts[3].id}/zip$", message="Artifact has expired")
     fetched = fetch_baseline(
-        world.client, "octo/evals", artifact_name=NAME, branch="main", merge_base_sha=world.main[3]
+        world.client, "octo/evals", artifact_name=NAME, branch="main", now=NOW, merge_base_sha=world.main[3]
     )
     assert isinstance(fetched, FetchedBaseline)
     assert fetched.choice.head_sha == world.main[2] and fetched.choice.match == "ancestor"
@@ -215,7 +216,9 @@ def test_fetch_falls_back_when_the_chosen_artifact_expires_at_download(world: Wo
 def test_fetch_without_any_baseline(fake_github: FakeGitHub) -> None:
     fake_github.add_repo()
     client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=lambda s: None)
-    assert isinstance(fetch_baseline(client, "octo/evals", artifact_name=NAME, branch="main"), NoBaseline)
+    assert isinstance(
+        fetch_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW), NoBaseline
+    )
 
 
 def test_list_run_artifacts(world: World) -> None:
