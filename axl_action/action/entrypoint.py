@@ -20,6 +20,7 @@ from pathlib import Path
 from axl_action.action.evalstep import run_evals
 from axl_action.action.orchestrator import run_action
 from axl_action.action.settings import read_settings, secrets_to_mask
+from axl_action.action.workspace_files import WorkspaceFiles
 from axl_action.errors import ActionInputError, AxlError
 from axl_action.github.artifact_upload import ArtifactUploader
 from axl_action.github.client import GitHubClient
@@ -39,6 +40,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if key in _WITHHELD or key.upper().replace("-", "_") == "INPUT_GITHUB_TOKEN":
             del os.environ[key]
     return run(env)
+
+
+def scratch_dir(runner_temp: str | None, commands: WorkflowCommands) -> Path:
+    """A fresh directory for the run's working files, in ``RUNNER_TEMP`` when it is usable.
+
+    Working files stay out of the workspace (only the two files of the ``*-path`` outputs go
+    there, see ``action.workspace_files``). A runner temp directory that is unset, missing,
+    not a directory or not writable (a container started without its mount) is not a reason
+    to lose the run: the system temp directory is used instead, with a warning.
+    """
+    problem = "RUNNER_TEMP is not set"
+    if runner_temp:
+        try:
+            return Path(tempfile.mkdtemp(prefix="axl-eval-action-", dir=runner_temp))
+        except OSError as err:
+            problem = f"RUNNER_TEMP {runner_temp!r} is not usable ({err.strerror or type(err).__name__})"
+    fallback = Path(tempfile.mkdtemp(prefix="axl-eval-action-"))
+    commands.warning(
+        f"{problem}; working files go to {fallback} instead. In a container step the runner mounts its "
+        "temp directory at /github/runner_temp; check the job's container setup if this persists.",
+        title="Runner temp directory unusable",
+    )
+    return fallback
 
 
 def run(env: Mapping[str, str]) -> int:
@@ -65,10 +89,7 @@ def run(env: Mapping[str, str]) -> int:
             title="Invalid input working-directory",
         )
         return 1
-    # Reports go to the runner's temp directory, not the workspace: files the container writes
-    # there are root-owned and would break a later actions/checkout.
-    temp_root = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
-    scratch = Path(tempfile.mkdtemp(prefix="axl-eval-action-", dir=temp_root))
+    scratch = scratch_dir(env.get("RUNNER_TEMP"), commands)
 
     token = settings.github_token.get_secret_value()
     github = GitHubClient.from_env(env, token) if token else None
@@ -101,6 +122,7 @@ def run(env: Mapping[str, str]) -> int:
             workdir=workdir,
             scratch=scratch,
             env=child_env,
+            files=WorkspaceFiles(workspace, settings.suite),
         )
     except ActionInputError as err:
         commands.error(str(err), title=f"Invalid input {err.input_name}")

@@ -10,13 +10,15 @@ from __future__ import annotations
 import contextlib
 import glob
 import importlib
+import io
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionInputError, AxlError
@@ -104,14 +106,40 @@ def run_evals(request: EvalRequest) -> EvalRun:
 
 def _run_eval_files(request: EvalRequest) -> EvalRun:
     argv = [*request.evals, "--output", str(request.output), *request.flags]
-    with contextlib.chdir(request.workdir):
+    tee = _ErrorLines(sys.stderr)
+    with contextlib.chdir(request.workdir), contextlib.redirect_stderr(tee):
         try:
             code = _cli("run", argv)
         except AxlError as err:
             return EvalRun(1, None, str(err))
     if not request.output.is_file():
-        return EvalRun(code or 1, None, f"axl-eval run exited {code} without writing a results file")
+        cause = "; ".join(tee.lines) or "see the log"
+        return EvalRun(code or 1, None, f"axl-eval run exited {code} without writing a results file: {cause}")
     return EvalRun(code, request.output)
+
+
+class _ErrorLines(io.TextIOBase):
+    """Passes stderr through unchanged and keeps its ``Error...`` lines: the runner reports each
+    user error (a missing eval file, one that fails to import) as one such line, and that line
+    belongs in the annotation, not only in the log."""
+
+    def __init__(self, target: TextIO, keep: int = 3) -> None:
+        self._target = target
+        self._keep = keep
+        self._partial = ""
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> int:
+        self._target.write(text)
+        self._partial += text
+        *done, self._partial = self._partial.split("\n")
+        for line in done:
+            if line.startswith("Error") and len(self.lines) < self._keep:
+                self.lines.append(line.removeprefix("Error: ").strip())
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
 
 
 def _run_command(request: EvalRequest) -> EvalRun:

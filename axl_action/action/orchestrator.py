@@ -25,7 +25,7 @@ could not post the comment.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -42,7 +42,7 @@ from axl_action.action.evalstep import EvalRun, build_request
 from axl_action.action.gating import Evaluation, evaluate
 from axl_action.action.modes import ModeChoice, ResolvedMode, resolve_mode
 from axl_action.action.outputs import ActionOutputs
-from axl_action.action.ports import Clock, Commands, Commenter, RunEvals, Uploader
+from axl_action.action.ports import Clock, Commands, Commenter, OutputFiles, RunEvals, Uploader
 from axl_action.action.relay import (
     RelayManifest,
     RelayTarget,
@@ -70,7 +70,14 @@ from axl_action.report import (
     render_summary,
 )
 from axl_action.report.escape import md_text
-from axl_action.schema import ResultFile, load_result_file, read_accounting
+from axl_action.schema import (
+    EvalResult,
+    ResultFile,
+    as_view,
+    item_error_rate,
+    load_result_file,
+    read_accounting,
+)
 
 
 @dataclass
@@ -160,8 +167,11 @@ def run_action(
     scratch: Path,
     commenter: Commenter | None = None,
     env: dict[str, str] | None = None,
+    files: OutputFiles | None = None,
 ) -> ActionOutcome:
-    """Do this run's job; see the module docstring. ``scratch`` receives reports and copies."""
+    """Do this run's job; see the module docstring. ``scratch`` receives reports and copies;
+    ``files`` keeps the results and the report for a later step (the ``*-path`` outputs are
+    then its paths; without it, the scratch paths)."""
     if isinstance(ctx, GitHubContext):
         ctx = RunContext.from_github(ctx)
     branch = settings.baseline_branch or ctx.default_branch
@@ -176,7 +186,7 @@ def run_action(
     if commenter is None and github is not None:
         commenter = StickyCommenter(github, ctx.repository, settings.suite)
     flow = _Flow(
-        settings, ctx, choice, github, uploader, commenter, commands, clock, workdir, scratch, branch
+        settings, ctx, choice, github, uploader, commenter, commands, clock, workdir, scratch, branch, files
     )
     if choice.mode == "comment":
         return flow.relay()
@@ -199,6 +209,7 @@ class _Flow:
         workdir: Path,
         scratch: Path,
         branch: str | None,
+        files: OutputFiles | None,
     ) -> None:
         self.s = settings
         self.ctx = ctx
@@ -211,6 +222,7 @@ class _Flow:
         self.workdir = workdir
         self.scratch = scratch
         self.branch = branch
+        self.files = files
         self.outputs = ActionOutputs(mode=self.mode)
         self.baseline_results: ResultFile | None = None
         self.comment_note: str | None = None
@@ -233,7 +245,8 @@ class _Flow:
             candidate = load_result_file(evalrun.results_path)
         except AxlError as err:
             return self._no_results(EvalRun(evalrun.exit_code or 1, None, str(err)))
-        self.outputs.results_path = str(evalrun.results_path)
+        results_file = evalrun.results_path
+        self._guard("results file", lambda: self._keep_results(results_file))
 
         if self.mode == "shard":
             return self._publish_shard(candidate, evalrun)
@@ -297,7 +310,7 @@ class _Flow:
             is_fork=True,
         )
         candidate = relayed.candidate
-        self.outputs.results_path = candidate.path
+        self._guard("results file", lambda: self._keep_results(Path(candidate.path)))
         lookup = self._find_baseline()
         outcome = self._gate_and_publish(candidate, lookup, EvalRun(0, Path(candidate.path)))
         if "PR comment" not in outcome.published:
@@ -402,7 +415,7 @@ class _Flow:
             self._guard("baseline artifact", lambda: self._publish_baseline(candidate, failed))
         if self.mode in ("compare", "comment") and self.ctx.pr_number is not None:
             self._guard("PR comment", lambda: self._publish_comment(report_ctx, evaluation, failed))
-        self._guard("job summary", lambda: self._publish_summary(report_ctx, lookup, evalrun))
+        self._guard("job summary", lambda: self._publish_summary(report_ctx, evalrun))
         self._annotate(report_ctx, evalrun)
         self._guard("step outputs", self._publish_outputs)
 
@@ -463,16 +476,7 @@ class _Flow:
         out.verdict = "fail" if failed else "pass"
         runs = candidate.results
         out.cost = sum(read_accounting(r).known_cost for r in runs) / len(runs)
-        attempted = failed_items = 0
-        for r in runs:
-            rate = r.summary.item_error_rate
-            if rate is not None:
-                attempted += rate.attempted
-                failed_items += rate.failed
-            else:
-                attempted += len(r.items)
-                failed_items += sum(1 for it in r.items if it.error)
-        out.item_error_rate = failed_items / attempted if attempted else 0.0
+        out.item_error_rate = pooled_item_error_rate(runs)
         comparison = evaluation.comparison
         if comparison is not None:
             out.regressions = len(comparison.regressions)
@@ -507,11 +511,12 @@ class _Flow:
         path = self.scratch / "report" / "report.html"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
-        self.outputs.report_path = str(path)
+        data = html.encode("utf-8")
+        self.outputs.report_path = self.files.keep("report.html", data) if self.files else str(path)
         if self.uploader is not None:
             uploaded = self.uploader.upload(
                 artifact_name(self.s.report_artifact, self.s.suite),
-                {"report.html": html.encode("utf-8")},
+                {"report.html": data},
                 overwrite=True,
             )
             if self.ctx.run_url:
@@ -600,10 +605,7 @@ class _Flow:
             title="PR results stored for the relay",
         )
 
-    def _publish_summary(
-        self, report_ctx: ReportContext, lookup: BaselineLookup | None, evalrun: EvalRun
-    ) -> None:
-        del lookup
+    def _publish_summary(self, report_ctx: ReportContext, evalrun: EvalRun) -> None:
         notes = [f"axl-eval-action ran in {self.mode} mode."]
         if self.relayed is not None:
             notes.append(
@@ -631,6 +633,9 @@ class _Flow:
                 f"The eval run exited {evalrun.exit_code}; see the 'Run the evals' group of the log for why.",
                 title="Eval run failed",
             )
+
+    def _keep_results(self, path: Path) -> None:
+        self.outputs.results_path = self.files.keep(RESULTS_NAME, path.read_bytes()) if self.files else str(path)
 
     def _publish_outputs(self) -> None:
         for name, value in self.outputs.as_outputs().items():
@@ -698,6 +703,13 @@ def relayed_comment(report_ctx: ReportContext) -> str:
     if first.startswith("### "):
         return first + _RELAYED + sep + rest
     return f"### Relayed for a fork PR\n\n{body}"
+
+
+def pooled_item_error_rate(runs: Sequence[EvalResult]) -> float:
+    """Failed over attempted items across every run, by the schema's one definition of both."""
+    rates = [item_error_rate(as_view(r), 1.0) for r in runs]  # the limit is irrelevant here
+    attempted = sum(r.attempted for r in rates)
+    return sum(r.failed for r in rates) / attempted if attempted else 0.0
 
 
 def _changed(evaluation: Evaluation, verdict: GateVerdict) -> bool:

@@ -64,6 +64,14 @@ class Uploader(Protocol):
         ...
 
 
+class OutputFiles(Protocol):
+    """Keeps a file where a later step of the job can open it (``action.workspace_files``)."""
+
+    def keep(self, name: str, data: bytes) -> str:
+        """Write ``name``; return the path to put in a step output."""
+        ...
+
+
 RunEvals = Callable[[EvalRequest], EvalRun]
 Clock = Callable[[], datetime]
 

@@ -151,6 +151,7 @@ class Harness:
         inputs: dict[str, str] | None = None,
         token: str | None = None,
         variant: str = "candidate",
+        runner_temp: str | None = None,
     ) -> ActionRun:
         self.count += 1
         files = self.tmp / f"file_commands_{self.count}"
@@ -160,8 +161,9 @@ class Harness:
         output, summary = files / "set_output", files / "step_summary"
         output.touch()
         summary.touch()
-        runner_temp = self.tmp / f"runner_temp_{self.count}"
-        runner_temp.mkdir()
+        if runner_temp is None:
+            (self.tmp / f"runner_temp_{self.count}").mkdir()
+            runner_temp = str(self.tmp / f"runner_temp_{self.count}")
         all_inputs = {
             "evals": "examples/quickstart",
             "github-token": token or self.write_token,
@@ -185,7 +187,7 @@ class Harness:
             "GITHUB_WORKSPACE": str(self.workspace),
             "GITHUB_OUTPUT": str(output),
             "GITHUB_STEP_SUMMARY": str(summary),
-            "RUNNER_TEMP": str(runner_temp),
+            "RUNNER_TEMP": runner_temp,
             "ACTIONS_RUNTIME_TOKEN": self.gh.runtime_token(run),
             "ACTIONS_RESULTS_URL": self.gh.results_url,
             "QUICKSTART_VARIANT": variant,
@@ -290,6 +292,64 @@ def test_pr_whose_baseline_expired(h: Harness) -> None:
     assert result.code == 0, result.log
     assert "has expired" in result.summary
     assert result.outputs["baseline-sha"] == ""
+    assert (
+        "::warning title=Baseline not usable::every artifact named 'axl-eval-baseline' has expired"
+        in result.stdout
+    )
+
+
+def test_pr_whose_baseline_expires_at_download_is_annotated(h: Harness) -> None:
+    h.store_baseline()
+    [stored] = h.artifacts("axl-eval-baseline")
+    h.gh.fail_next(5, 410, path=rf"/artifacts/{stored.id}/zip$", message="Artifact has expired")
+    run, payload, env, _ = h.pull_request(4)
+    result = h.run("pull_request", run, payload, env)
+    assert result.code == 0, result.log
+    assert result.outputs["baseline-sha"] == ""
+    assert (
+        "::warning title=Baseline not usable::every artifact named 'axl-eval-baseline' has expired"
+        in result.stdout
+    )
+
+
+@pytest.mark.parametrize("problem", ["missing", "file", "unset"])
+def test_an_unusable_runner_temp_falls_back_with_a_warning(h: Harness, problem: str) -> None:
+    not_a_dir = h.tmp / "not-a-dir"
+    not_a_dir.write_text("x")
+    temp = {"missing": str(h.tmp / "nope"), "file": str(not_a_dir), "unset": ""}[problem]
+    run, payload, env = h.push(h.main[-1])
+    result = h.run("push", run, payload, env, variant="baseline", runner_temp=temp)
+    assert result.code == 0, result.log
+    assert "::warning title=Runner temp directory unusable::" in result.stdout
+    assert h.artifacts("axl-eval-baseline", run) and h.artifacts("axl-eval-report", run)
+
+
+def test_path_outputs_are_workspace_relative_and_owned_like_the_workspace(h: Harness) -> None:
+    run, payload, env = h.push(h.main[-1])
+    result = h.run("push", run, payload, env, variant="baseline")
+    assert result.code == 0, result.log
+    assert result.outputs["results-path"] == ".axl-eval/default/results.json"
+    assert result.outputs["report-path"] == ".axl-eval/default/report.html"
+    [baseline] = h.artifacts("axl-eval-baseline", run)
+    assert (h.workspace / result.outputs["results-path"]).read_bytes() == _unzip(baseline.data)[
+        "results.json"
+    ]
+    assert "<html" in (h.workspace / result.outputs["report-path"]).read_text().lower()
+    owner = h.workspace.stat()
+    for path in (h.workspace / ".axl-eval").rglob("*"):
+        assert (path.stat().st_uid, path.stat().st_gid) == (owner.st_uid, owner.st_gid), path
+    assert (h.workspace / ".axl-eval" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_a_missing_eval_file_is_named_in_the_annotation(h: Harness) -> None:
+    run, payload, env, _ = h.pull_request(2)
+    result = h.run("pull_request", run, payload, env, inputs={"evals": "examples/nope_eval.py"})
+    assert result.code == 1
+    assert result.outputs["verdict"] == "error"
+    line = next(
+        x for x in result.stdout.splitlines() if x.startswith("::error title=axl-eval%3A no results::")
+    )
+    assert "examples/nope_eval.py: no such file" in line, line
 
 
 # -- fork PRs: the PR run hands over data, the workflow_run relay does the rest -----------------
@@ -344,7 +404,9 @@ def test_fork_pr_hands_over_data_and_the_relay_compares_gates_and_comments(h: Ha
         "pr_number": 9,
         "head_sha": head,
     }
-    assert json.loads(files["results.json"]) == json.loads(Path(pr.outputs["results-path"]).read_bytes())
+    assert json.loads(files["results.json"]) == json.loads(
+        (h.workspace / pr.outputs["results-path"]).read_bytes()
+    )
 
     # The relay gates with its own (trusted) inputs: here stricter than the fork's run was.
     assert pr.outputs["verdict"] == "pass"
@@ -511,7 +573,8 @@ def test_failing_gate_publishes_everything_then_exits_1(h: Harness) -> None:
     assert "::error title=Gate failed" in result.stdout
     assert result.summary.strip() and len(h.gh.comments_on(h.repo, 5)) == 1
     assert h.artifacts("axl-eval-report", run)
-    assert result.outputs["report-path"] and Path(result.outputs["report-path"]).is_file()
+    assert result.outputs["report-path"] == ".axl-eval/default/report.html"
+    assert (h.workspace / result.outputs["report-path"]).is_file()
 
 
 def test_github_5xx_and_rate_limits_are_retried(h: Harness) -> None:
@@ -587,7 +650,7 @@ def test_command_input_runs_any_command_that_writes_results(h: Harness) -> None:
     )
     result = h.run("pull_request", run, payload, env, inputs={"evals": "", "command": command})
     assert result.code == 0, result.log
-    assert json.loads(Path(result.outputs["results-path"]).read_text())["dataset"]
+    assert json.loads((h.workspace / result.outputs["results-path"]).read_text())["dataset"]
 
     broken = h.run("pull_request", run, payload, env, inputs={"evals": "", "command": "echo no results here"})
     assert broken.code == 1
