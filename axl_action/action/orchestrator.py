@@ -1,7 +1,10 @@
 """The action's flow: run → (find baseline → compare) → gate → publish everything → exit.
 
 ``run_action`` receives every client as an argument and touches neither the environment nor
-``/github``; ``entrypoint.main`` builds the clients. Rules it keeps, in order of importance:
+``/github``; ``entrypoint.main`` builds the clients. It puts them in one frozen :class:`Job`
+and calls the mode's own function (``run_mode``, ``baseline_mode``, ``compare_mode``,
+``shard_mode``, ``relay_mode``); each builds its outputs and outcome from return values, so no
+state is set in one step and read back in another. Rules they keep, in order of importance:
 
 1. **Publish before failing.** The job summary, step outputs, report artifact, baseline
    artifact and PR comment are all written before the exit code is decided; a gate failure
@@ -40,7 +43,7 @@ from axl_action.action.baseline import (
 from axl_action.action.commenting import StickyCommenter
 from axl_action.action.evalstep import EvalRun, build_request
 from axl_action.action.gating import Evaluation, evaluate
-from axl_action.action.modes import ModeChoice, ResolvedMode, resolve_mode
+from axl_action.action.modes import ResolvedMode, resolve_mode
 from axl_action.action.outputs import ActionOutputs
 from axl_action.action.ports import Clock, Commands, Commenter, OutputFiles, RunEvals, Uploader
 from axl_action.action.relay import (
@@ -56,7 +59,7 @@ from axl_action.action.relay import (
 )
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
-from axl_action.github.client import GitHubClient
+from axl_action.github.api import GitHubApi
 from axl_action.github.comments import GateVerdict
 from axl_action.github.errors import GitHubPermissionError
 from axl_action.github.event import GitHubContext
@@ -154,11 +157,33 @@ class RunContext:
         return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
 
 
+@dataclass(frozen=True)
+class Job:
+    """What every mode reads: the inputs, this run's facts and its collaborators. Never changed;
+    the relay derives a new one (``dataclasses.replace``) once it knows the PR."""
+
+    settings: ActionSettings
+    ctx: RunContext
+    mode: ResolvedMode
+    commands: Commands
+    clock: Clock
+    workdir: Path
+    scratch: Path
+    branch: str | None
+    """The baseline branch (input, else the repository's default branch)."""
+    github: GitHubApi | None = None
+    uploader: Uploader | None = None
+    commenter: Commenter | None = None
+    files: OutputFiles | None = None
+    relayed: RelayTarget | None = None
+    """``mode: comment``: the PR whose fork run's results passed every check."""
+
+
 def run_action(
     settings: ActionSettings,
     ctx: GitHubContext | RunContext,
     *,
-    github: GitHubClient | None,
+    github: GitHubApi | None,
     uploader: Uploader | None,
     commands: Commands,
     clock: Clock,
@@ -185,510 +210,604 @@ def run_action(
     print(f"axl-eval-action: mode {choice.mode}: {choice.reason}.", flush=True)
     if commenter is None and github is not None:
         commenter = StickyCommenter(github, ctx.repository, settings.suite)
-    flow = _Flow(
-        settings, ctx, choice, github, uploader, commenter, commands, clock, workdir, scratch, branch, files
+    job = Job(
+        settings=settings,
+        ctx=ctx,
+        mode=choice.mode,
+        commands=commands,
+        clock=clock,
+        workdir=workdir,
+        scratch=scratch,
+        branch=branch,
+        github=github,
+        uploader=uploader,
+        commenter=commenter,
+        files=files,
     )
     if choice.mode == "comment":
-        return flow.relay()
-    return flow.run(run_evals, env or {})
+        return relay_mode(job)
+    mode_of = {"run": run_mode, "baseline": baseline_mode, "compare": compare_mode, "shard": shard_mode}
+    return mode_of[choice.mode](job, run_evals, env or {})
 
 
-class _Flow:
-    """One run of any mode; holds what publishing needs."""
+# ---------------------------------------------------------------------------------- the modes
 
-    def __init__(
-        self,
-        settings: ActionSettings,
-        ctx: RunContext,
-        choice: ModeChoice,
-        github: GitHubClient | None,
-        uploader: Uploader | None,
-        commenter: Commenter | None,
-        commands: Commands,
-        clock: Clock,
-        workdir: Path,
-        scratch: Path,
-        branch: str | None,
-        files: OutputFiles | None,
-    ) -> None:
-        self.s = settings
-        self.ctx = ctx
-        self.mode = choice.mode
-        self.github = github
-        self.uploader = uploader
-        self.commenter = commenter
-        self.cmd = commands
-        self.clock = clock
-        self.workdir = workdir
-        self.scratch = scratch
-        self.branch = branch
-        self.files = files
-        self.outputs = ActionOutputs(mode=self.mode)
-        self.baseline_results: ResultFile | None = None
-        self.comment_note: str | None = None
-        self.relayed: RelayTarget | None = None
-        """Set in ``mode: comment`` once the fork run's artifact passed every check."""
-        self.candidate: ResultFile | None = None
-        self.outcome = ActionOutcome(exit_code=1, mode=self.mode, outputs=self.outputs)
 
-    # ------------------------------------------------------------------ flow
+def run_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
+    """``run``: run, self-gate, report and summarise; nothing is stored as a baseline."""
+    steps = _Steps(job.commands)
+    produced = _produce(job, run_evals, env, steps)
+    if isinstance(produced, ActionOutcome):
+        return produced
+    return _gate_and_publish(job, produced, None, steps)
 
-    def run(self, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
-        request = build_request(
-            self.s, workdir=self.workdir, output=self.scratch / "results" / RESULTS_NAME, env=env
+
+def baseline_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
+    """``baseline``: like ``run``, then store the results as the baseline unless a gate failed."""
+    steps = _Steps(job.commands)
+    produced = _produce(job, run_evals, env, steps)
+    if isinstance(produced, ActionOutcome):
+        return produced
+    return _gate_and_publish(job, produced, None, steps, store_baseline=True)
+
+
+def compare_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
+    """``compare``: run, compare with the baseline, comment on the PR (if any), gate."""
+    steps = _Steps(job.commands)
+    produced = _produce(job, run_evals, env, steps)
+    if isinstance(produced, ActionOutcome):
+        return produced
+    return _gate_and_publish(job, produced, _find_baseline(job), steps)
+
+
+def shard_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
+    """``shard``: run one slice and upload it for the merge job, which gates the whole suite."""
+    steps = _Steps(job.commands)
+    produced = _produce(job, run_evals, env, steps)
+    if isinstance(produced, ActionOutcome):
+        return produced
+    shard = job.settings.shard
+    assert shard is not None  # resolve_mode picks shard only when the input is set
+    candidate, evalrun = produced.candidate, produced.evalrun
+    name = shard_artifact_name(job.settings.suite, shard.index, shard.total)
+
+    def upload() -> None:
+        if job.uploader is None:
+            raise ActionPublishError(
+                "the artifact service is not available, so the shard cannot reach the merge job"
+            )
+        file_name = f"shard-{shard.index}-of-{shard.total}.json"
+        job.uploader.upload(name, {file_name: Path(candidate.path).read_bytes()}, overwrite=True)
+
+    steps.guard("shard artifact", upload)
+    lines = [
+        f"## axl-eval shard {shard} ({md_text(job.settings.suite)})",
+        "",
+        f"{sum(len(r.items) for r in candidate.results)} items ran; the results were uploaded as `{name}` "
+        "for the merge job, which compares and gates the whole suite.",
+    ]
+    steps.guard("job summary", lambda: job.commands.append_summary("\n".join(lines) + "\n"))
+    outputs = ActionOutputs(
+        mode=job.mode,
+        verdict="pass" if evalrun.exit_code == 0 else "fail",
+        results_path=produced.results_path,
+    )
+    steps.guard("step outputs", lambda: _publish_outputs(job, outputs))
+    if evalrun.exit_code != 0:
+        # One slice's item error rate says little about the suite; the merge job gates the whole.
+        job.commands.notice(
+            f"The eval run of shard {shard} exited {evalrun.exit_code}; its results were kept for the "
+            "merge job, which applies the gates to the whole suite.",
+            title="Shard gates deferred to the merge job",
         )
-        with self.cmd.group("Run the evals"), self.cmd.stop_commands():
-            evalrun = run_evals(request)
-        if evalrun.results_path is None:
-            return self._no_results(evalrun)
+    # A leg fails only when its slice cannot reach the merge job.
+    return steps.outcome(job, outputs, exit_code=0 if "shard artifact" in steps.published else 1)
+
+
+def relay_mode(job: Job) -> ActionOutcome:
+    """``mode: comment``: compare, gate and comment on the results a fork PR run handed over."""
+    ctx = job.ctx
+    steps = _Steps(job.commands)
+    if ctx.triggering_run_id is None:
+        return _relay_stop(
+            job,
+            steps,
+            "mode: comment relays the results of a fork pull request run; it runs on a workflow_run "
+            "event (see docs/workflows/axl-eval-comment.yml).",
+            title="Invalid input mode",
+        )
+    if job.github is None or job.commenter is None:
+        return _relay_stop(
+            job,
+            steps,
+            "mode: comment needs a github-token with actions: read and pull-requests: write.",
+            title="No token",
+        )
+    name = relay_artifact_name(job.settings.suite)
+    run_id = ctx.triggering_run_id
+    with job.commands.group(f"Fetch the results of fork run {run_id}"):
         try:
-            candidate = load_result_file(evalrun.results_path)
+            artifact = find_relay_artifact(job.github, ctx.repository, run_id, name)
+            if artifact is None:
+                return _relay_stop(
+                    job,
+                    steps,
+                    f"Run {run_id} stored no artifact {name!r}: its token could comment itself, it is "
+                    "not a pull request run of this suite, or it stopped before the comment step. "
+                    "Nothing to relay.",
+                    level="notice",
+                )
+            files = download_relay_artifact(job.github, ctx.repository, artifact, name)
+            relayed = read_relay_artifact(files, save_to=job.scratch / "results" / RESULTS_NAME)
+            target = verify_target(
+                job.github,
+                relayed.manifest,
+                repository=ctx.repository,
+                suite=job.settings.suite,
+                triggering_head_sha=ctx.triggering_head_sha,
+            )
+        except StaleRelayError as err:
+            return _relay_stop(
+                job, steps, f"Not relayed: {err}", title="Fork PR comment not relayed", level="warning"
+            )
         except AxlError as err:
-            return self._no_results(EvalRun(evalrun.exit_code or 1, None, str(err)))
-        results_file = evalrun.results_path
-        self._guard("results file", lambda: self._keep_results(results_file))
-
-        if self.mode == "shard":
-            return self._publish_shard(candidate, evalrun)
-
-        lookup: BaselineLookup | None = None
-        if self.mode == "compare":
-            lookup = self._find_baseline()
-        return self._gate_and_publish(candidate, lookup, evalrun)
-
-    def relay(self) -> ActionOutcome:
-        """``mode: comment``: compare, gate and comment on the results a fork PR run handed over."""
-        ctx = self.ctx
-        if ctx.triggering_run_id is None:
-            return self._relay_stop(
-                "mode: comment relays the results of a fork pull request run; it runs on a workflow_run "
-                "event (see docs/workflows/axl-eval-comment.yml).",
-                title="Invalid input mode",
-            )
-        if self.github is None or self.commenter is None:
-            return self._relay_stop(
-                "mode: comment needs a github-token with actions: read and pull-requests: write.",
-                title="No token",
-            )
-        name = relay_artifact_name(self.s.suite)
-        run_id = ctx.triggering_run_id
-        with self.cmd.group(f"Fetch the results of fork run {run_id}"):
-            try:
-                artifact = find_relay_artifact(self.github, ctx.repository, run_id, name)
-                if artifact is None:
-                    return self._relay_stop(
-                        f"Run {run_id} stored no artifact {name!r}: its token could comment itself, it is "
-                        "not a pull request run of this suite, or it stopped before the comment step. "
-                        "Nothing to relay.",
-                        level="notice",
-                    )
-                files = download_relay_artifact(self.github, ctx.repository, artifact, name)
-                relayed = read_relay_artifact(files, save_to=self.scratch / "results" / RESULTS_NAME)
-                target = verify_target(
-                    self.github,
-                    relayed.manifest,
-                    repository=ctx.repository,
-                    suite=self.s.suite,
-                    triggering_head_sha=ctx.triggering_head_sha,
-                )
-            except StaleRelayError as err:
-                return self._relay_stop(
-                    f"Not relayed: {err}", title="Fork PR comment not relayed", level="warning"
-                )
-            except AxlError as err:
-                return self._relay_stop(str(err), title="Fork PR comment not relayed")
-            print(
-                f"Relaying the results of PR #{target.pr_number} at {target.head_sha[:7]} "
-                f"(run {run_id}, artifact {name!r})."
-            )
-        self.relayed = target
-        self.ctx = dataclasses.replace(
-            ctx,
-            pr_number=target.pr_number,
-            pr_head_sha=target.head_sha,
-            pr_base_sha=target.base_sha,
-            is_fork=True,
+            return _relay_stop(job, steps, str(err), title="Fork PR comment not relayed")
+        print(
+            f"Relaying the results of PR #{target.pr_number} at {target.head_sha[:7]} "
+            f"(run {run_id}, artifact {name!r})."
         )
-        candidate = relayed.candidate
-        self._guard("results file", lambda: self._keep_results(Path(candidate.path)))
-        lookup = self._find_baseline()
-        outcome = self._gate_and_publish(candidate, lookup, EvalRun(0, Path(candidate.path)))
-        if "PR comment" not in outcome.published:
-            outcome.exit_code = 1  # the relay's one job is the comment
-        return outcome
+    pr_ctx = dataclasses.replace(
+        ctx,
+        pr_number=target.pr_number,
+        pr_head_sha=target.head_sha,
+        pr_base_sha=target.base_sha,
+        is_fork=True,
+    )
+    job = dataclasses.replace(job, ctx=pr_ctx, relayed=target)
+    candidate = relayed.candidate
+    produced = _Produced(
+        candidate, EvalRun(0, Path(candidate.path)), _keep_results(job, Path(candidate.path), steps)
+    )
+    outcome = _gate_and_publish(job, produced, _find_baseline(job), steps)
+    if "PR comment" not in outcome.published:
+        outcome.exit_code = 1  # the relay's one job is the comment
+    return outcome
 
-    def _relay_stop(
-        self, message: str, *, title: str = "", level: Literal["error", "warning", "notice"] = "error"
-    ) -> ActionOutcome:
-        """End the relay without a comment: annotate, summarise, write the outputs."""
-        if level == "error":
-            self.cmd.error(message, title=title or None)
-            self.outputs.verdict = "error"
-        elif level == "warning":
-            self.cmd.warning(message, title=title or None)
-            self.outputs.verdict = "pass"
-        else:
-            print(message)
-            self.outputs.verdict = "pass"
-        summary = f"## axl-eval ({md_text(self.s.suite)}): fork PR relay\n\n{md_text(message)}\n"
-        self._guard("job summary", lambda: self.cmd.append_summary(summary))
-        self._guard("step outputs", self._publish_outputs)
-        self.outcome.exit_code = 1 if level == "error" else 0
-        return self.outcome
 
-    def _find_baseline(self) -> BaselineLookup:
-        name = artifact_name(self.s.baseline_artifact, self.s.suite)
-        with self.cmd.group("Find the baseline"):
-            if self.github is None:
-                return BaselineLookup(reason="no github-token was given, so no baseline could be looked up")
-            if not self.branch:
-                return BaselineLookup(reason="the baseline branch is unknown; set the baseline-branch input")
-            pull = PullRequestRefs(self.ctx.pr_head_sha, self.ctx.pr_base_sha) if self.ctx.pr_number else None
-            try:
-                lookup = self._locate(name, self.branch, pull)
-            except AxlError as err:
-                lookup = BaselineLookup(reason=f"the baseline search failed: {err}", problem=str(err))
-            if lookup.results is not None and lookup.choice is not None:
-                print(
-                    f"Baseline: run {lookup.choice.run_id} at {lookup.choice.head_sha[:7]} ({lookup.reason})."
-                )
-            else:
-                print(f"No baseline: {lookup.reason}.")
-            if lookup.problem:
-                self.cmd.warning(lookup.reason, title="Baseline not usable")
-            for warning in lookup.warnings:
-                self.cmd.warning(warning, title="Baseline")
-            return lookup
+# ------------------------------------------------------------------------------ shared steps
 
-    def _locate(self, name: str, branch: str, pull: PullRequestRefs | None) -> BaselineLookup:
-        assert self.github is not None
-        try:
-            return locate_baseline(
-                self.github,
-                self.ctx.repository,
-                artifact_name=name,
-                branch=branch,
-                pull=pull,
-                now=self.clock(),
-            )
-        except GitHubPermissionError as err:
-            if pull is None or self.relayed is None:
-                raise
-            # The relay job's documented permissions leave out contents: read; on a private
-            # repository the merge-base lookup then answers 403, and the newest baseline will do.
-            lookup = locate_baseline(
-                self.github,
-                self.ctx.repository,
-                artifact_name=name,
-                branch=branch,
-                pull=None,
-                now=self.clock(),
-            )
-            lookup.warnings.insert(
-                0,
-                f"could not compute the PR's merge base ({err.message}); using the newest baseline. "
-                "Add `contents: read` to the relay job's permissions to compare against the merge base",
-            )
-            return lookup
 
-    # ------------------------------------------------------------------ gate + publish
+class _Steps:
+    """What one mode call published and what failed; created by each mode, never shared."""
 
-    def _gate_and_publish(
-        self, candidate: ResultFile, lookup: BaselineLookup | None, evalrun: EvalRun
-    ) -> ActionOutcome:
-        baseline = lookup.results if lookup is not None else None
-        with self.cmd.group("Compare and gate"):
-            evaluation = evaluate(candidate, baseline, self.s)
-            for note in evaluation.notes:
-                self.cmd.warning(note, title="Baseline not comparable")
-        if evaluation.comparison is None:
-            baseline = None
-        report_ctx = self._report_context(candidate, baseline, evaluation, lookup)
-        gate_failed = report_ctx.verdict == "fail"
-        failed = gate_failed or evalrun.exit_code != 0
-        self._fill_outputs(candidate, evaluation, lookup if baseline is not None else None, failed=failed)
+    def __init__(self, commands: Commands) -> None:
+        self._commands = commands
+        self.published: list[str] = []
+        self.problems: list[str] = []
 
-        self.baseline_results = baseline
-        self.candidate = candidate
-        self._guard("report artifact", lambda: self._publish_report(report_ctx, candidate, evaluation))
-        if self.mode == "baseline":
-            self._guard("baseline artifact", lambda: self._publish_baseline(candidate, failed))
-        if self.mode in ("compare", "comment") and self.ctx.pr_number is not None:
-            self._guard("PR comment", lambda: self._publish_comment(report_ctx, evaluation, failed))
-        self._guard("job summary", lambda: self._publish_summary(report_ctx, evalrun))
-        self._annotate(report_ctx, evalrun)
-        self._guard("step outputs", self._publish_outputs)
-
-        self.outcome.gate_failed = gate_failed
-        self.outcome.exit_code = 1 if failed else 0
-        return self.outcome
-
-    def _report_context(
-        self,
-        candidate: ResultFile,
-        baseline: ResultFile | None,
-        evaluation: Evaluation,
-        lookup: BaselineLookup | None,
-    ) -> ReportContext:
-        choice = lookup.choice if lookup is not None and baseline is not None else None
-        warnings: list[str] = []
-        if self.relayed is not None:
-            warnings.append(
-                f"Relayed for a fork PR: these results were produced and uploaded by the PR's own workflow run "
-                f"{self.ctx.triggering_run_id}; this repository's workflow compared them with its own baseline "
-                "and gated them with its own settings, but cannot verify how they were produced."
-            )
-        if self.mode in ("compare", "comment") and lookup is not None and lookup.results is None:
-            warnings.append(f"No baseline: {lookup.reason}.")
-        if lookup is not None:
-            warnings += lookup.warnings
-        warnings += evaluation.notes
-        info = RunInfo(
-            suite=self.s.suite,
-            run_url=self._evaluated_run_url(),
-            baseline_commit_sha=choice.head_sha if choice else None,
-            baseline_branch=self.branch if choice else None,
-            baseline_run_id=str(choice.run_id) if choice else None,
-            baseline_run_url=choice.run_url if choice else None,
-            baseline_age=age_text(choice.age_seconds) if choice else None,
-            baseline_reason=lookup.reason if choice and lookup else None,
-            warnings=warnings,
-            generated_at=self.clock().strftime("%Y-%m-%d %H:%M UTC"),
-        )
-        return build_report_context(
-            candidate.results,
-            baseline.results if baseline is not None else None,
-            evaluation.comparison,
-            evaluation.gates,
-            info,
-        )
-
-    def _evaluated_run_url(self) -> str | None:
-        """The run whose log shows the evals: the fork's PR run when relaying, else this one."""
-        if self.relayed is None or self.ctx.triggering_run_id is None or not self.ctx.repository:
-            return self.ctx.run_url
-        return f"{self.ctx.server_url}/{self.ctx.repository}/actions/runs/{self.ctx.triggering_run_id}"
-
-    def _fill_outputs(
-        self, candidate: ResultFile, evaluation: Evaluation, lookup: BaselineLookup | None, *, failed: bool
-    ) -> None:
-        out = self.outputs
-        out.verdict = "fail" if failed else "pass"
-        runs = candidate.results
-        out.cost = sum(read_accounting(r).known_cost for r in runs) / len(runs)
-        out.item_error_rate = pooled_item_error_rate(runs)
-        comparison = evaluation.comparison
-        if comparison is not None:
-            out.regressions = len(comparison.regressions)
-            out.improvements = len(comparison.improvements)
-            if comparison.cost is not None:
-                out.cost_delta = comparison.cost.delta
-                out.cost_certified = comparison.cost.certified
-        if lookup is not None and lookup.choice is not None:
-            out.baseline_run_id = str(lookup.choice.run_id)
-            out.baseline_sha = lookup.choice.head_sha
-
-    # ------------------------------------------------------------------ publishing steps
-
-    def _guard(self, what: str, step: Callable[[], object]) -> None:
+    def guard(self, what: str, step: Callable[[], object]) -> None:
         """Run one publishing step; a failure is reported and never hides the gate result."""
         try:
             step()
         except Exception as err:  # publishing must never mask the verdict
             message = str(err) if isinstance(err, AxlError) else f"{type(err).__name__}: {err}"
-            self.outcome.problems.append(f"{what}: {message}")
-            self.cmd.warning(f"Could not publish the {what}: {message}", title="axl-eval: publishing failed")
+            self.problems.append(f"{what}: {message}")
+            self._commands.warning(
+                f"Could not publish the {what}: {message}", title="axl-eval: publishing failed"
+            )
         else:
-            self.outcome.published.append(what)
+            self.published.append(what)
 
-    def _publish_report(
-        self, report_ctx: ReportContext, candidate: ResultFile, evaluation: Evaluation
-    ) -> None:
-        baseline = self.baseline_results
-        html = render_report_html(
-            report_ctx, candidate.results, baseline.results if baseline else None, evaluation.comparison
+    def outcome(
+        self, job: Job, outputs: ActionOutputs, *, exit_code: int, gate_failed: bool = False
+    ) -> ActionOutcome:
+        return ActionOutcome(
+            exit_code=exit_code,
+            mode=job.mode,
+            outputs=outputs,
+            gate_failed=gate_failed,
+            published=list(self.published),
+            problems=list(self.problems),
         )
-        path = self.scratch / "report" / "report.html"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
-        data = html.encode("utf-8")
-        self.outputs.report_path = self.files.keep("report.html", data) if self.files else str(path)
-        if self.uploader is not None:
-            uploaded = self.uploader.upload(
-                artifact_name(self.s.report_artifact, self.s.suite),
-                {"report.html": data},
-                overwrite=True,
-            )
-            if self.ctx.run_url:
-                # The comment and summary, rendered after this, link straight to the artifact.
-                report_ctx.links.report_url = f"{self.ctx.run_url}/artifacts/{uploaded.id}"
 
-    def _publish_baseline(self, candidate: ResultFile, failed: bool) -> None:
-        name = artifact_name(self.s.baseline_artifact, self.s.suite)
-        if failed:
-            self.cmd.warning(
-                f"A gate failed on this {self.branch or 'baseline'} run, so it was not stored as the baseline "
-                f"{name!r}; pull requests keep comparing against the previous one.",
-                title="Baseline not stored",
-            )
-            return
-        if self.uploader is None:
-            raise ActionPublishError(
-                "the artifact service is not available (ACTIONS_RUNTIME_TOKEN / ACTIONS_RESULTS_URL are unset)",
-                hint="run the action as a container step (uses:), not from a run: step; self-hosted runners need v2.308+",
-            )
-        data = Path(candidate.path).read_bytes()
-        uploaded = self.uploader.upload(name, {RESULTS_NAME: data}, overwrite=True)
-        print(f"Stored the baseline as artifact {name!r} (id {uploaded.id}).")
 
-    def _publish_comment(self, report_ctx: ReportContext, evaluation: Evaluation, failed: bool) -> None:
-        pr = self.ctx.pr_number
-        head = self.ctx.pr_head_sha
-        assert pr is not None
-        if self.commenter is None:
-            self.cmd.warning(
-                "No github-token was given, so no PR comment was written.", title="No PR comment"
-            )
-            return
-        if not head:
-            raise ActionPublishError(
-                "the event payload has no pull_request.head.sha to mark the comment with"
-            )
-        if self.relayed is not None:
-            body = relayed_comment(report_ctx)
-        else:
-            body = render_comment(report_ctx, limit=COMMENT_LIMIT - _MARKER_ROOM)
-        verdict: GateVerdict = "fail" if failed else ("warn" if report_ctx.verdict == "warn" else "pass")
+@dataclass(frozen=True)
+class _Produced:
+    candidate: ResultFile
+    evalrun: EvalRun
+    results_path: str
+    """The ``results-path`` output ("" when the copy could not be written)."""
+
+
+def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) -> _Produced | ActionOutcome:
+    """Run the evals and read the results; without results, publish the error and stop."""
+    request = build_request(
+        job.settings, workdir=job.workdir, output=job.scratch / "results" / RESULTS_NAME, env=env
+    )
+    with job.commands.group("Run the evals"), job.commands.stop_commands():
+        evalrun = run_evals(request)
+    if evalrun.results_path is None:
+        return _no_results(job, evalrun, steps)
+    try:
+        candidate = load_result_file(evalrun.results_path)
+    except AxlError as err:
+        return _no_results(job, EvalRun(evalrun.exit_code or 1, None, str(err)), steps)
+    return _Produced(candidate, evalrun, _keep_results(job, evalrun.results_path, steps))
+
+
+def _keep_results(job: Job, path: Path, steps: _Steps) -> str:
+    kept: list[str] = []
+
+    def keep() -> None:
+        kept.append(job.files.keep(RESULTS_NAME, path.read_bytes()) if job.files else str(path))
+
+    steps.guard("results file", keep)
+    return kept[0] if kept else ""
+
+
+def _no_results(job: Job, evalrun: EvalRun, steps: _Steps) -> ActionOutcome:
+    message = evalrun.message or f"the eval run exited {evalrun.exit_code} without results"
+    job.commands.error(message, title="axl-eval: no results")
+    outputs = ActionOutputs(mode=job.mode, verdict="error")
+    summary = (
+        f"## ❌ axl-eval ({md_text(job.settings.suite)}): no results\n\n"
+        f"{md_text(message)}\n\nNothing was compared or gated. See the **Run the evals** group of the log.\n"
+    )
+    steps.guard("job summary", lambda: job.commands.append_summary(summary))
+    steps.guard("step outputs", lambda: _publish_outputs(job, outputs))
+    return steps.outcome(job, outputs, exit_code=1)
+
+
+def _relay_stop(
+    job: Job,
+    steps: _Steps,
+    message: str,
+    *,
+    title: str = "",
+    level: Literal["error", "warning", "notice"] = "error",
+) -> ActionOutcome:
+    """End the relay without a comment: annotate, summarise, write the outputs."""
+    if level == "error":
+        job.commands.error(message, title=title or None)
+    elif level == "warning":
+        job.commands.warning(message, title=title or None)
+    else:
+        print(message)
+    outputs = ActionOutputs(mode=job.mode, verdict="error" if level == "error" else "pass")
+    summary = f"## axl-eval ({md_text(job.settings.suite)}): fork PR relay\n\n{md_text(message)}\n"
+    steps.guard("job summary", lambda: job.commands.append_summary(summary))
+    steps.guard("step outputs", lambda: _publish_outputs(job, outputs))
+    return steps.outcome(job, outputs, exit_code=1 if level == "error" else 0)
+
+
+def _find_baseline(job: Job) -> BaselineLookup:
+    name = artifact_name(job.settings.baseline_artifact, job.settings.suite)
+    with job.commands.group("Find the baseline"):
+        if job.github is None:
+            return BaselineLookup(reason="no github-token was given, so no baseline could be looked up")
+        if not job.branch:
+            return BaselineLookup(reason="the baseline branch is unknown; set the baseline-branch input")
+        ctx = job.ctx
+        pull = PullRequestRefs(ctx.pr_head_sha, ctx.pr_base_sha) if ctx.pr_number else None
         try:
-            result = self.commenter.upsert(
-                pr_number=pr,
-                body=body,
-                head_sha=head,
-                comment_mode=self.s.comment,
-                verdict=verdict,
-                changed=_changed(evaluation, verdict),
-            )
-        except GitHubPermissionError as err:
-            if self.relayed is not None:
-                raise ActionPublishError(
-                    f"the relay job's token may not comment on PR #{pr} ({err.message})",
-                    hint="give the workflow_run job `permissions: pull-requests: write`",
-                ) from None
-            self._store_relay_data(pr, head, err)
-            return
-        if result.url:
-            self.outputs.comment_url = result.url
-        self.comment_note = f"PR comment {result.action}: {result.reason}."
-        print(f"{self.comment_note}{f' ({result.url})' if result.url else ''}")
+            lookup = _locate(job, job.github, name, job.branch, pull)
+        except AxlError as err:
+            lookup = BaselineLookup(reason=f"the baseline search failed: {err}", problem=str(err))
+        if lookup.results is not None and lookup.choice is not None:
+            print(f"Baseline: run {lookup.choice.run_id} at {lookup.choice.head_sha[:7]} ({lookup.reason}).")
+        else:
+            print(f"No baseline: {lookup.reason}.")
+        if lookup.problem:
+            job.commands.warning(lookup.reason, title="Baseline not usable")
+        for warning in lookup.warnings:
+            job.commands.warning(warning, title="Baseline")
+        return lookup
 
-    def _store_relay_data(self, pr: int, head: str, err: GitHubPermissionError) -> None:
-        """A read-only token (fork PR): hand the results, never rendered text, to the relay."""
-        name = relay_artifact_name(self.s.suite)
-        if self.uploader is None:
+
+def _locate(
+    job: Job, github: GitHubApi, name: str, branch: str, pull: PullRequestRefs | None
+) -> BaselineLookup:
+    repo = job.ctx.repository
+    try:
+        return locate_baseline(github, repo, artifact_name=name, branch=branch, pull=pull, now=job.clock())
+    except GitHubPermissionError as err:
+        if pull is None or job.relayed is None:
+            raise
+        # The relay job's documented permissions leave out contents: read; on a private
+        # repository the merge-base lookup then answers 403, and the newest baseline will do.
+        lookup = locate_baseline(github, repo, artifact_name=name, branch=branch, pull=None, now=job.clock())
+        lookup.warnings.insert(
+            0,
+            f"could not compute the PR's merge base ({err.message}); using the newest baseline. "
+            "Add `contents: read` to the relay job's permissions to compare against the merge base",
+        )
+        return lookup
+
+
+def _gate_and_publish(
+    job: Job,
+    produced: _Produced,
+    lookup: BaselineLookup | None,
+    steps: _Steps,
+    *,
+    store_baseline: bool = False,
+) -> ActionOutcome:
+    candidate, evalrun = produced.candidate, produced.evalrun
+    baseline = lookup.results if lookup is not None else None
+    with job.commands.group("Compare and gate"):
+        evaluation = evaluate(candidate, baseline, job.settings)
+        for note in evaluation.notes:
+            job.commands.warning(note, title="Baseline not comparable")
+    if evaluation.comparison is None:
+        baseline = None
+    report_ctx = _report_context(job, candidate, baseline, evaluation, lookup)
+    gate_failed = report_ctx.verdict == "fail"
+    failed = gate_failed or evalrun.exit_code != 0
+
+    report_path: list[str] = []
+    steps.guard(
+        "report artifact",
+        lambda: report_path.append(_publish_report(job, report_ctx, candidate, baseline, evaluation)),
+    )
+    if store_baseline:
+        steps.guard("baseline artifact", lambda: _publish_baseline(job, candidate, failed))
+    comment: list[_Commented] = []
+    if job.mode in ("compare", "comment") and job.ctx.pr_number is not None:
+        steps.guard(
+            "PR comment",
+            lambda: comment.append(_publish_comment(job, report_ctx, evaluation, candidate, failed)),
+        )
+    comment_note = comment[0].note if comment else None
+    steps.guard("job summary", lambda: _publish_summary(job, report_ctx, evalrun, comment_note))
+    _annotate(job, report_ctx, evalrun)
+    outputs = _outputs(
+        job,
+        candidate,
+        evaluation,
+        lookup if baseline is not None else None,
+        failed=failed,
+        results_path=produced.results_path,
+        report_path=report_path[0] if report_path else "",
+        comment_url=comment[0].url if comment else None,
+    )
+    steps.guard("step outputs", lambda: _publish_outputs(job, outputs))
+    return steps.outcome(job, outputs, exit_code=1 if failed else 0, gate_failed=gate_failed)
+
+
+def _report_context(
+    job: Job,
+    candidate: ResultFile,
+    baseline: ResultFile | None,
+    evaluation: Evaluation,
+    lookup: BaselineLookup | None,
+) -> ReportContext:
+    choice = lookup.choice if lookup is not None and baseline is not None else None
+    warnings: list[str] = []
+    if job.relayed is not None:
+        warnings.append(
+            f"Relayed for a fork PR: these results were produced and uploaded by the PR's own workflow run "
+            f"{job.ctx.triggering_run_id}; this repository's workflow compared them with its own baseline "
+            "and gated them with its own settings, but cannot verify how they were produced."
+        )
+    if job.mode in ("compare", "comment") and lookup is not None and lookup.results is None:
+        warnings.append(f"No baseline: {lookup.reason}.")
+    if lookup is not None:
+        warnings += lookup.warnings
+    warnings += evaluation.notes
+    info = RunInfo(
+        suite=job.settings.suite,
+        run_url=_evaluated_run_url(job),
+        baseline_commit_sha=choice.head_sha if choice else None,
+        baseline_branch=job.branch if choice else None,
+        baseline_run_id=str(choice.run_id) if choice else None,
+        baseline_run_url=choice.run_url if choice else None,
+        baseline_age=age_text(choice.age_seconds) if choice else None,
+        baseline_reason=lookup.reason if choice and lookup else None,
+        warnings=warnings,
+        generated_at=job.clock().strftime("%Y-%m-%d %H:%M UTC"),
+    )
+    return build_report_context(
+        candidate.results,
+        baseline.results if baseline is not None else None,
+        evaluation.comparison,
+        evaluation.gates,
+        info,
+    )
+
+
+def _evaluated_run_url(job: Job) -> str | None:
+    """The run whose log shows the evals: the fork's PR run when relaying, else this one."""
+    ctx = job.ctx
+    if job.relayed is None or ctx.triggering_run_id is None or not ctx.repository:
+        return ctx.run_url
+    return f"{ctx.server_url}/{ctx.repository}/actions/runs/{ctx.triggering_run_id}"
+
+
+def _outputs(
+    job: Job,
+    candidate: ResultFile,
+    evaluation: Evaluation,
+    lookup: BaselineLookup | None,
+    *,
+    failed: bool,
+    results_path: str,
+    report_path: str,
+    comment_url: str | None,
+) -> ActionOutputs:
+    runs = candidate.results
+    comparison = evaluation.comparison
+    cost = comparison.cost if comparison is not None else None
+    choice = lookup.choice if lookup is not None else None
+    return ActionOutputs(
+        mode=job.mode,
+        verdict="fail" if failed else "pass",
+        cost=sum(read_accounting(r).known_cost for r in runs) / len(runs),
+        item_error_rate=pooled_item_error_rate(runs),
+        regressions=len(comparison.regressions) if comparison is not None else 0,
+        improvements=len(comparison.improvements) if comparison is not None else 0,
+        cost_delta=cost.delta if cost is not None else None,
+        cost_certified=cost.certified if cost is not None else False,
+        baseline_run_id=str(choice.run_id) if choice else "",
+        baseline_sha=choice.head_sha if choice else "",
+        results_path=results_path,
+        report_path=report_path,
+        comment_url=comment_url or "",
+    )
+
+
+# ------------------------------------------------------------------------- publishing steps
+
+
+def _publish_report(
+    job: Job,
+    report_ctx: ReportContext,
+    candidate: ResultFile,
+    baseline: ResultFile | None,
+    evaluation: Evaluation,
+) -> str:
+    """Write and upload the HTML report; return the ``report-path`` output.
+
+    Sets the report link on ``report_ctx``: the comment and summary, rendered after this,
+    link straight to the artifact.
+    """
+    html = render_report_html(
+        report_ctx, candidate.results, baseline.results if baseline else None, evaluation.comparison
+    )
+    path = job.scratch / "report" / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = html.encode("utf-8")
+    path.write_bytes(data)
+    if job.uploader is not None:
+        uploaded = job.uploader.upload(
+            artifact_name(job.settings.report_artifact, job.settings.suite),
+            {"report.html": data},
+            overwrite=True,
+        )
+        if job.ctx.run_url:
+            report_ctx.links.report_url = f"{job.ctx.run_url}/artifacts/{uploaded.id}"
+    return job.files.keep("report.html", data) if job.files else str(path)
+
+
+def _publish_baseline(job: Job, candidate: ResultFile, failed: bool) -> None:
+    name = artifact_name(job.settings.baseline_artifact, job.settings.suite)
+    if failed:
+        job.commands.warning(
+            f"A gate failed on this {job.branch or 'baseline'} run, so it was not stored as the baseline "
+            f"{name!r}; pull requests keep comparing against the previous one.",
+            title="Baseline not stored",
+        )
+        return
+    if job.uploader is None:
+        raise ActionPublishError(
+            "the artifact service is not available (ACTIONS_RUNTIME_TOKEN / ACTIONS_RESULTS_URL are unset)",
+            hint="run the action as a container step (uses:), not from a run: step; self-hosted runners need v2.308+",
+        )
+    data = Path(candidate.path).read_bytes()
+    uploaded = job.uploader.upload(name, {RESULTS_NAME: data}, overwrite=True)
+    print(f"Stored the baseline as artifact {name!r} (id {uploaded.id}).")
+
+
+@dataclass(frozen=True)
+class _Commented:
+    url: str | None
+    note: str | None
+    """A sentence for the job summary."""
+
+
+def _publish_comment(
+    job: Job, report_ctx: ReportContext, evaluation: Evaluation, candidate: ResultFile, failed: bool
+) -> _Commented:
+    pr, head = job.ctx.pr_number, job.ctx.pr_head_sha
+    assert pr is not None  # only called for a PR
+    if job.commenter is None:
+        job.commands.warning(
+            "No github-token was given, so no PR comment was written.", title="No PR comment"
+        )
+        return _Commented(None, None)
+    if not head:
+        raise ActionPublishError("the event payload has no pull_request.head.sha to mark the comment with")
+    if job.relayed is not None:
+        body = relayed_comment(report_ctx)
+    else:
+        body = render_comment(report_ctx, limit=COMMENT_LIMIT - _MARKER_ROOM)
+    verdict: GateVerdict = "fail" if failed else ("warn" if report_ctx.verdict == "warn" else "pass")
+    try:
+        result = job.commenter.upsert(
+            pr_number=pr,
+            body=body,
+            head_sha=head,
+            comment_mode=job.settings.comment,
+            verdict=verdict,
+            changed=_changed(evaluation, verdict),
+        )
+    except GitHubPermissionError as err:
+        if job.relayed is not None:
             raise ActionPublishError(
-                f"the PR comment was refused ({err}) and no artifact service is available"
-            )
-        assert self.candidate is not None
-        manifest = RelayManifest(
-            suite=self.s.suite, repository=self.ctx.repository, pr_number=pr, head_sha=head.lower()
+                f"the relay job's token may not comment on PR #{pr} ({err.message})",
+                hint="give the workflow_run job `permissions: pull-requests: write`",
+            ) from None
+        return _Commented(None, _store_relay_data(job, candidate, pr, head, err))
+    note = f"PR comment {result.action}: {result.reason}."
+    print(f"{note}{f' ({result.url})' if result.url else ''}")
+    return _Commented(result.url, note)
+
+
+def _store_relay_data(job: Job, candidate: ResultFile, pr: int, head: str, err: GitHubPermissionError) -> str:
+    """A read-only token (fork PR): hand the results, never rendered text, to the relay."""
+    name = relay_artifact_name(job.settings.suite)
+    if job.uploader is None:
+        raise ActionPublishError(f"the PR comment was refused ({err}) and no artifact service is available")
+    manifest = RelayManifest(
+        suite=job.settings.suite, repository=job.ctx.repository, pr_number=pr, head_sha=head.lower()
+    )
+    files = relay_artifact_files(Path(candidate.path).read_bytes(), manifest)
+    job.uploader.upload(name, files, overwrite=True)
+    job.commands.warning(
+        f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The results "
+        f"were stored as artifact {name!r}; a workflow_run workflow with `mode: comment` compares them "
+        "against its own baseline and posts the comment (see docs/workflows/axl-eval-comment.yml).",
+        title="PR results stored for the relay",
+    )
+    return (
+        f"The token cannot comment (fork PR), so the results were stored as artifact {name} for the "
+        "workflow_run relay, which compares, gates and comments with the base repository's own settings."
+    )
+
+
+def _publish_summary(job: Job, report_ctx: ReportContext, evalrun: EvalRun, comment_note: str | None) -> None:
+    notes = [f"axl-eval-action ran in {job.mode} mode."]
+    if job.relayed is not None:
+        notes.append(
+            f"It relayed the results of fork PR #{job.relayed.pr_number} at {job.relayed.head_sha[:7]} "
+            f"(run {job.ctx.triggering_run_id}), compared them with a baseline it fetched itself and "
+            "gated them with this workflow's inputs."
         )
-        files = relay_artifact_files(Path(self.candidate.path).read_bytes(), manifest)
-        self.uploader.upload(name, files, overwrite=True)
-        self.comment_note = (
-            f"The token cannot comment (fork PR), so the results were stored as artifact {name} for the "
-            "workflow_run relay, which compares, gates and comments with the base repository's own settings."
+    if comment_note:
+        notes.append(comment_note)
+    if evalrun.exit_code != 0:
+        notes.append(f"The eval run exited {evalrun.exit_code}; see the log.")
+    footer = "\n> " + md_text(" ".join(notes)) + "\n"
+    # render_summary stays under 1,000,000 bytes, so the footer always fits GitHub's 1 MiB.
+    job.commands.append_summary(render_summary(report_ctx) + footer)
+
+
+def _annotate(job: Job, report_ctx: ReportContext, evalrun: EvalRun) -> None:
+    for gate in report_ctx.gates:
+        text = f"{gate.label}: {gate.message} (observed {gate.observed}, limit {gate.limit})"
+        if gate.status in ("fail", "refused"):
+            job.commands.error(text, title=f"Gate failed: {gate.label}")
+        elif gate.status == "warn":
+            job.commands.warning(text, title=f"Gate warning: {gate.label}")
+    if evalrun.exit_code != 0:
+        job.commands.error(
+            f"The eval run exited {evalrun.exit_code}; see the 'Run the evals' group of the log for why.",
+            title="Eval run failed",
         )
-        self.cmd.warning(
-            f"The token cannot comment on this PR ({err.status or 403}: read-only, as on fork PRs). The results "
-            f"were stored as artifact {name!r}; a workflow_run workflow with `mode: comment` compares them "
-            "against its own baseline and posts the comment (see docs/workflows/axl-eval-comment.yml).",
-            title="PR results stored for the relay",
-        )
 
-    def _publish_summary(self, report_ctx: ReportContext, evalrun: EvalRun) -> None:
-        notes = [f"axl-eval-action ran in {self.mode} mode."]
-        if self.relayed is not None:
-            notes.append(
-                f"It relayed the results of fork PR #{self.relayed.pr_number} at {self.relayed.head_sha[:7]} "
-                f"(run {self.ctx.triggering_run_id}), compared them with a baseline it fetched itself and "
-                "gated them with this workflow's inputs."
-            )
-        if self.comment_note:
-            notes.append(self.comment_note)
-        if evalrun.exit_code != 0:
-            notes.append(f"The eval run exited {evalrun.exit_code}; see the log.")
-        footer = "\n> " + md_text(" ".join(notes)) + "\n"
-        # render_summary stays under 1,000,000 bytes, so the footer always fits GitHub's 1 MiB.
-        self.cmd.append_summary(render_summary(report_ctx) + footer)
 
-    def _annotate(self, report_ctx: ReportContext, evalrun: EvalRun) -> None:
-        for gate in report_ctx.gates:
-            text = f"{gate.label}: {gate.message} (observed {gate.observed}, limit {gate.limit})"
-            if gate.status in ("fail", "refused"):
-                self.cmd.error(text, title=f"Gate failed: {gate.label}")
-            elif gate.status == "warn":
-                self.cmd.warning(text, title=f"Gate warning: {gate.label}")
-        if evalrun.exit_code != 0:
-            self.cmd.error(
-                f"The eval run exited {evalrun.exit_code}; see the 'Run the evals' group of the log for why.",
-                title="Eval run failed",
-            )
-
-    def _keep_results(self, path: Path) -> None:
-        self.outputs.results_path = self.files.keep(RESULTS_NAME, path.read_bytes()) if self.files else str(path)
-
-    def _publish_outputs(self) -> None:
-        for name, value in self.outputs.as_outputs().items():
-            self.cmd.set_output(name, value)
-
-    # ------------------------------------------------------------------ shard / no results
-
-    def _publish_shard(self, candidate: ResultFile, evalrun: EvalRun) -> ActionOutcome:
-        shard = self.s.shard
-        assert shard is not None
-        name = shard_artifact_name(self.s.suite, shard.index, shard.total)
-        self.outputs.verdict = "pass" if evalrun.exit_code == 0 else "fail"
-
-        def upload() -> None:
-            if self.uploader is None:
-                raise ActionPublishError(
-                    "the artifact service is not available, so the shard cannot reach the merge job"
-                )
-            file_name = f"shard-{shard.index}-of-{shard.total}.json"
-            self.uploader.upload(name, {file_name: Path(candidate.path).read_bytes()}, overwrite=True)
-
-        self._guard("shard artifact", upload)
-        lines = [
-            f"## axl-eval shard {shard} ({md_text(self.s.suite)})",
-            "",
-            f"{sum(len(r.items) for r in candidate.results)} items ran; the results were uploaded as `{name}` "
-            "for the merge job, which compares and gates the whole suite.",
-        ]
-        self._guard("job summary", lambda: self.cmd.append_summary("\n".join(lines) + "\n"))
-        self._guard("step outputs", self._publish_outputs)
-        if evalrun.exit_code != 0:
-            # One slice's item error rate says little about the suite; the merge job gates the whole.
-            self.cmd.notice(
-                f"The eval run of shard {shard} exited {evalrun.exit_code}; its results were kept for the "
-                "merge job, which applies the gates to the whole suite.",
-                title="Shard gates deferred to the merge job",
-            )
-        # A leg fails only when its slice cannot reach the merge job.
-        self.outcome.exit_code = 0 if "shard artifact" in self.outcome.published else 1
-        return self.outcome
-
-    def _no_results(self, evalrun: EvalRun) -> ActionOutcome:
-        message = evalrun.message or f"the eval run exited {evalrun.exit_code} without results"
-        self.cmd.error(message, title="axl-eval: no results")
-        self.outputs.verdict = "error"
-        summary = (
-            f"## ❌ axl-eval ({md_text(self.s.suite)}): no results\n\n"
-            f"{md_text(message)}\n\nNothing was compared or gated. See the **Run the evals** group of the log.\n"
-        )
-        self._guard("job summary", lambda: self.cmd.append_summary(summary))
-        self._guard("step outputs", self._publish_outputs)
-        self.outcome.exit_code = 1
-        return self.outcome
+def _publish_outputs(job: Job, outputs: ActionOutputs) -> None:
+    for name, value in outputs.as_outputs().items():
+        job.commands.set_output(name, value)
 
 
 _MARKER_ROOM = 256

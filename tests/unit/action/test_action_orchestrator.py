@@ -8,12 +8,13 @@ import os
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from axl_action.action.baseline import age_text, locate_baseline
 from axl_action.action.evalstep import EvalRequest, EvalRun
 from axl_action.action.orchestrator import ActionOutcome, RunContext, run_action
 from axl_action.action.relay import (
@@ -27,6 +28,7 @@ from axl_action.action.relay import (
 )
 from axl_action.action.settings import ActionSettings, read_settings
 from axl_action.github.artifact_upload import UploadedArtifact
+from axl_action.github.client import GitHubClient
 from axl_action.github.errors import ArtifactError, GitHubPermissionError
 from axl_action.report import comment_marker
 from axl_action.schema import parse_result_text
@@ -96,6 +98,7 @@ class FakeUploader:
 class Posted:
     url: str | None
     action: str
+    reason: str = "no comment yet"
 
 
 @dataclass
@@ -184,6 +187,7 @@ def test_pr_without_token_still_reports_and_self_gates(tmp_path: Path) -> None:
     assert cm.calls[0]["comment_mode"] == "always" and cm.calls[0]["head_sha"] == "a" * 40
     assert cmds.of("outputs")[0]["comment-url"].startswith("https://github.test/")
     assert cmds.of("outputs")[0]["baseline-sha"] == ""
+    assert not outcome.problems and "PR comment created: no comment yet." in summary
 
 
 def test_fork_pr_403_stores_the_results_not_the_comment(tmp_path: Path) -> None:
@@ -398,3 +402,31 @@ def test_eval_code_never_sees_the_tokens(tmp_path: Path, monkeypatch: pytest.Mon
     assert entrypoint.main() == 0
     assert "INPUT_GITHUB-TOKEN" not in seen and "ACTIONS_RUNTIME_TOKEN" not in seen
     assert seen["OPENAI_API_KEY"] == "sk-kept"
+
+
+def test_the_injected_clock_dates_the_baseline(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from tests.fakes.github_server import FakeGitHub, make_zip
+
+    with FakeGitHub() as gh:
+        repo = gh.add_repo("o", "r")
+        [tip] = gh.add_chain(1, start=NOW - timedelta(days=30))
+        run = gh.add_run(repo, head_sha=tip, event="push", created_at=NOW - timedelta(days=30))
+        gh.add_artifact(
+            run,
+            "axl-eval-baseline",
+            make_zip({"results.json": GOOD.read_bytes()}),
+            created_at=NOW - timedelta(days=30),
+        )
+        client = GitHubClient(gh.api_url, gh.add_token(), sleep=lambda s: None)
+        # Ages are measured against the clock passed in (weeks behind the wall clock here).
+        for days in (3, 10):
+            now = NOW - timedelta(days=30 - days)
+            lookup = locate_baseline(
+                client, "o/r", artifact_name="axl-eval-baseline", branch="main", pull=None, now=now
+            )
+            assert lookup.choice is not None and lookup.results is not None, lookup.reason
+            assert lookup.choice.age_seconds == days * 86400
+            assert age_text(lookup.choice.age_seconds) == f"{days} days"
