@@ -137,14 +137,24 @@ def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
 def write_results(
     output: Path, results: list[dict[str, Any]], *, as_list: bool, what: str = "results"
 ) -> None:
-    """Write wire results (one object, or an array when ``as_list``) and join the capture sidecar."""
-    from axl_action.errors import InputFileError
-    from axl_action.schema import WIRE, EvalResult, write_result_file
+    """Write wire results (one object, or an array when ``as_list``) and join the capture sidecar.
 
-    # WIRE keeps each item's key order: the reference writes a different order per outcome.
-    models = [EvalResult.model_validate(r, context=WIRE) for r in results]
+    The wire data is written as built (each item already in its outcome's key order); no model
+    is validated just to write it.
+    """
+    from axl_action.errors import InputFileError
+    from axl_action.schema import write_result_file
+
+    def replaced(paths: list[str]) -> None:
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        print(
+            f"[axl-eval] WARNING: text that is not valid Unicode (a lone surrogate) was written as "
+            f"U+FFFD at {shown}",
+            file=sys.stderr,
+        )
+
     try:
-        write_result_file(output, models if as_list else models[0])
+        write_result_file(output, results if as_list else results[0], replaced)
     except OSError as exc:
         raise InputFileError(
             f"cannot write the {what} to {output}: {exc.strerror or exc}",

@@ -112,13 +112,12 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         scorer_subset_sides,
         scorer_subset_warning,
     )
-    from axl_action.compare.lean import load_for_compare
-    from axl_action.schema import dumps_js
+    from axl_action.schema import dumps_js, load_run_views
 
-    baseline = load_for_compare(args.baseline).results
-    candidate = load_for_compare(args.candidate).results
+    baseline = load_run_views(args.baseline).runs
+    candidate = load_run_views(args.candidate).runs
 
-    subset = scorer_subset_sides(baseline[0], candidate[0])
+    subset = scorer_subset_sides(baseline[0].header, candidate[0].header)
     for side, ran in subset:
         _warn(stderr, "WARNING: " + scorer_subset_warning(side, ran))
     if subset and args.gates.fail_on_regression:

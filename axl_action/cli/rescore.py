@@ -116,7 +116,7 @@ def _scorers(eval_path: Path) -> list[Any]:
 def run(argv: list[str]) -> int:
     """Entry point of ``axl-eval rescore``; returns the exit code."""
     from axl_action.evals import console
-    from axl_action.schema import load_result_file
+    from axl_action.schema import load_result_file, wire_view
 
     args = build_parser().parse_intermixed_args(argv)
     results_path, eval_path = _check(args)
@@ -131,8 +131,9 @@ def run(argv: list[str]) -> int:
         rescored = _rescore_all(source, scorers, runtime, args, concurrency, interrupt.event)
     finally:
         interrupt.restore()
-    for result in rescored:
-        print("\n" + console.format_table(result) + "\n")
+    views = [wire_view(result) for result in rescored]
+    for view in views:
+        print("\n" + console.format_table(view) + "\n")
     if args.output and rescored:
         write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
     if interrupt.signum is not None:
@@ -142,8 +143,8 @@ def run(argv: list[str]) -> int:
         )
         return interrupt.exit_code
     code = 0
-    for result in rescored:
-        message = console.budget_stop_message(result, f"rescore {results_path}")
+    for view in views:
+        message = console.budget_stop_message(view.header, f"rescore {results_path}")
         if message:
             print(message, file=sys.stderr)
             code = 1

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from axl_action.cli.common import (
     ArgParser,
@@ -29,6 +29,9 @@ from axl_action.cli.common import (
     write_results,
 )
 from axl_action.errors import AxlError, UsageError
+
+if TYPE_CHECKING:
+    from axl_action.schema import RunView
 
 SUMMARY = "Run eval files and write results (the default command)"
 
@@ -106,10 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _report(result: dict[str, Any], label: str, batch_label: str | None = None) -> bool:
+def _report(view: RunView, label: str, batch_label: str | None = None) -> bool:
     """Print the stop/gate lines (stderr); True when the result fails the file."""
     from axl_action.evals import console
 
+    result = view.header
     fails = False
     message = console.budget_stop_message(result, label)
     if message:
@@ -127,7 +131,7 @@ def _report(result: dict[str, Any], label: str, batch_label: str | None = None) 
     for line in console.degraded_messages(result, label):
         print(line, file=sys.stderr)
         fails = True
-    for line in console.fully_skipped_notes(result, label):
+    for line in console.fully_skipped_notes(view, label):
         print(line, file=sys.stderr)
     return fails
 
@@ -197,7 +201,7 @@ def _run_one(
     from axl_action.evals import console
     from axl_action.evals.multirun import aggregate_runs
     from axl_action.evals.progress import Progress
-    from axl_action.evals.runner import apply_scorer_filter, execute_eval, stamp_scorer_filter
+    from axl_action.evals.runner import RunRecord, apply_scorer_filter, execute_run, stamp_scorer_filter
 
     label: str = loaded.label
     definition = loaded.definition
@@ -210,7 +214,7 @@ def _run_one(
     definition = replace(definition, **overrides)
     definition = apply_scorer_filter(definition, args.scorers)
 
-    def once(run_label: str) -> dict[str, Any]:
+    def once(run_label: str) -> RunRecord:
         result_id = str(uuid.uuid4())
         sink = (
             sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
@@ -218,7 +222,7 @@ def _run_one(
             else None
         )
         progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
-        result = execute_eval(
+        record = execute_run(
             definition,
             runtime,
             on_progress=progress,
@@ -228,35 +232,37 @@ def _run_one(
             result_id=result_id,
         )
         if args.scorers:
-            stamp_scorer_filter(result, definition)
-        return result
+            stamp_scorer_filter(record.wire, definition)
+        return record
 
     if args.runs == 1:
         try:
-            result = once(label)
+            record = once(label)
         except Exception as err:
             print(f"Error running eval {label}: {_describe(err)}", file=sys.stderr)
             return [], True
         if not args.quiet:
-            print("\n" + console.format_table(result) + "\n")
-        return [result], _report(result, label)
+            print("\n" + console.format_table(record.view) + "\n")
+        return [record.wire], _report(record.view, label)
 
     group = str(uuid.uuid4())
     completed: list[dict[str, Any]] = []
+    views: list[RunView] = []
     failure: str | None = None
     for r in range(1, args.runs + 1):
         if cancel.is_set():
             break
         print(f"[axl-eval] Run {r}/{args.runs}...", file=sys.stderr)
         try:
-            result = once(f"{label} run {r}/{args.runs}")
+            record = once(f"{label} run {r}/{args.runs}")
         except Exception as err:
             failure = _describe(err)
             print(f"[axl-eval] Run {r}/{args.runs} failed: {failure}", file=sys.stderr)
             break
-        result["metadata"]["runGroupId"] = group
-        result["metadata"]["runIndex"] = r - 1
-        completed.append(result)
+        record.wire["metadata"]["runGroupId"] = group
+        record.wire["metadata"]["runIndex"] = r - 1
+        completed.append(record.wire)
+        views.append(record.view)
     if not completed:
         print(
             f"[axl-eval] Aborting {label}: no runs completed ({failure or 'unknown failure'}).",
@@ -279,8 +285,8 @@ def _run_one(
     if not args.quiet:
         print("\n" + console.format_multi_run_table(aggregate_runs(completed)) + "\n")
     gate_failed = False
-    for i, result in enumerate(completed, start=1):
-        gate_failed = _report(result, label, f"{label} run {i}/{args.runs}") or gate_failed
+    for i, view in enumerate(views, start=1):
+        gate_failed = _report(view, label, f"{label} run {i}/{args.runs}") or gate_failed
     return completed, partial or gate_failed
 
 

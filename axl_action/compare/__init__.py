@@ -12,7 +12,9 @@ Modules, one job each:
 * ``thresholds``    ``--threshold`` parsing and the per-scorer defaults
 * ``cost``          the cost block and ``certify_cost``
 * ``alignment``     pairing items by key or position; ``compatibility`` fingerprint checks
-* ``arrays``        per-item numpy columns of a run; ``lean`` loads files straight into them
 * ``merge``         ``merge_results`` for ``--shard i/n`` results
 * ``console``       the compare table; ``text`` JS number formatting
+
+Every module reads runs as :class:`~axl_action.schema.RunView` (header + item columns), which
+``schema.load_run_views`` builds straight from a file; models are turned into views on entry.
 """

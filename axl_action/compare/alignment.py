@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from axl_action.schema import EvalResult, item_key
+from axl_action.schema import RunView
 
 Indices = npt.NDArray[np.intp]
 
@@ -49,10 +49,6 @@ class Alignment:
         return idx, idx
 
 
-def _keys(run: EvalResult) -> list[str]:
-    return [item_key(item.input) for item in run.items]
-
-
 def _first_duplicate(keys: Sequence[str]) -> str | None:
     seen: set[str] = set()
     for k in keys:
@@ -62,15 +58,12 @@ def _first_duplicate(keys: Sequence[str]) -> str | None:
     return None
 
 
-def align(baseline_runs: Sequence[EvalResult], candidate_runs: Sequence[EvalResult]) -> Alignment:
+def align(baseline_runs: Sequence[RunView], candidate_runs: Sequence[RunView]) -> Alignment:
     """Decide how to pair items, from the first run of each side (later runs must agree)."""
-    b_ref, c_ref = baseline_runs[0], candidate_runs[0]
-    same_inputs = len(b_ref.items) == len(c_ref.items) and all(
-        b.input == c.input for b, c in zip(b_ref.items, c_ref.items, strict=True)
-    )
-    if same_inputs:
+    b_ref, c_ref = baseline_runs[0].items, candidate_runs[0].items
+    if b_ref.inputs == c_ref.inputs:
         return Alignment(mode="position")
-    b_keys, c_keys = _keys(b_ref), _keys(c_ref)
+    b_keys, c_keys = b_ref.keys, c_ref.keys
     if b_keys == c_keys:
         return Alignment(mode="position")
     for side, keys in (("baseline", b_keys), ("candidate", c_keys)):
@@ -82,7 +75,7 @@ def align(baseline_runs: Sequence[EvalResult], candidate_runs: Sequence[EvalResu
             )
     for side, runs, ref_keys in (("baseline", baseline_runs, b_keys), ("candidate", candidate_runs, c_keys)):
         for r, run in enumerate(runs[1:], start=2):
-            if _keys(run) != ref_keys:
+            if run.items.keys != ref_keys:
                 return Alignment(
                     mode="position",
                     reason=f"{side} run {r} lists its items differently from run 1, so items were matched by position",

@@ -17,7 +17,7 @@ from axl_action.compare.models import (
     ItemAlignment,
     ScorerSetCheck,
 )
-from axl_action.schema import EvalResult, Fingerprint
+from axl_action.schema import Fingerprint, RunHeader
 
 
 def _check(baseline: Any, candidate: Any) -> FingerprintCheck:
@@ -51,7 +51,7 @@ def _listed(keys: list[str], total: int) -> str:
 
 
 def check_compatibility(
-    baseline: EvalResult, candidate: EvalResult, alignment: Alignment, matched: int
+    baseline: RunHeader, candidate: RunHeader, alignment: Alignment, matched: int
 ) -> Compatibility:
     """Compatibility of the first runs of the two sides; ``matched`` = item pairs compared."""
     b_fp = Fingerprint.of(baseline.metadata)

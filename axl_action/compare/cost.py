@@ -11,50 +11,49 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from axl_action.compare.arrays import RunArrays
 from axl_action.compare.models import CostComparison
-from axl_action.schema import EvalResult, read_accounting, round3
+from axl_action.schema import KNOWN_ACCOUNTING_VERSIONS, RunView, read_accounting, round3
 
 
 def _sides(
-    baseline: Sequence[RunArrays], candidate: Sequence[RunArrays]
-) -> tuple[tuple[str, Sequence[RunArrays]], ...]:
+    baseline: Sequence[RunView], candidate: Sequence[RunView]
+) -> tuple[tuple[str, Sequence[RunView]], ...]:
     return (("baseline", baseline), ("candidate", candidate))
 
 
-def _stopped_how(run: EvalResult, i: int) -> str:
-    item = run.items[i]
-    return str(item.outcome if item.outcome is not None else item.error)
-
-
 def certify_cost(
-    baseline: Sequence[RunArrays], candidate: Sequence[RunArrays], scorer_names: Sequence[str]
+    baseline: Sequence[RunView], candidate: Sequence[RunView], scorer_names: Sequence[str]
 ) -> str | None:
     """The first reason the cost delta cannot be certified, or None (spec §2.11, rules 1-4).
 
     Items and scorers are matched by index like the reference: a cost total covers every
     item, so a side that ran different items did different work regardless of pairing.
     """
+    # 0. A record format this reader does not know says nothing it can vouch for.
+    for side, runs in _sides(baseline, candidate):
+        for ra in runs:
+            version = read_accounting(ra.header).version
+            if version not in KNOWN_ACCOUNTING_VERSIONS:
+                return f"{side} run {ra.id} has an unknown accounting version ({version})."
     # 1. Both sides measured their spend.
     for side, runs in _sides(baseline, candidate):
         for ra in runs:
-            acc = read_accounting(ra.result)
+            acc = read_accounting(ra.header)
             if acc.completeness == "unverified":
                 return (
-                    f"{side} run {ra.result.id} carries no accounting (unverified) — "
+                    f"{side} run {ra.id} carries no accounting (unverified) — "
                     "its total is not a measured figure."
                 )
             if acc.completeness == "incomplete":
                 reasons = ", ".join(acc.reasons) or "unknown spend"
                 return (
-                    f"{side} run {ra.result.id} has incomplete accounting ({reasons}) — "
-                    "its total is a lower bound."
+                    f"{side} run {ra.id} has incomplete accounting ({reasons}) — its total is a lower bound."
                 )
     # 2. One scope per side; 3. the same scope on both sides.
     scopes: dict[str, str | None] = {}
     for side, runs in _sides(baseline, candidate):
         for ra in runs:
-            scope = read_accounting(ra.result).scope
+            scope = read_accounting(ra.header).scope
             if side in scopes and scopes[side] != scope:
                 return (
                     f'{side} mixes accounting scopes ("{scopes[side]}" and "{scope}") — a rescore '
@@ -74,10 +73,13 @@ def certify_cost(
                 f"item counts differ (baseline {b.size} vs candidate {c.size}) — "
                 "the runs did different amounts of work."
             )
-        ran_b, ran_c = ~b.errored, ~c.errored
+        ran_b, ran_c = ~b.items.errored, ~c.items.errored
         mismatch = ran_b != ran_c
         both = ran_b & ran_c
-        scorer_mismatch = [both & (np.isnan(b.scores[n]) != np.isnan(c.scores[n])) for n in scorer_names]
+        scorer_mismatch = [
+            both & (np.isnan(b.items.column(n).score) != np.isnan(c.items.column(n).score))
+            for n in scorer_names
+        ]
         any_mismatch = mismatch.copy()
         for m in scorer_mismatch:
             any_mismatch |= m
@@ -88,15 +90,15 @@ def certify_cost(
             if ran_b[i]:
                 return (
                     f"case coverage differs at item {i}: candidate did not complete it "
-                    f"({_stopped_how(c.result, i)}) — the cheaper side did less work."
+                    f"({c.items.stopped_how(i)}) — the cheaper side did less work."
                 )
             return (
                 f"case coverage differs at item {i}: baseline did not complete it "
-                f"({_stopped_how(b.result, i)}) — the cheaper side did less work."
+                f"({b.items.stopped_how(i)}) — the cheaper side did less work."
             )
         for name, m in zip(scorer_names, scorer_mismatch, strict=True):
             if m[i]:
-                only = "candidate" if np.isnan(b.scores[name][i]) else "baseline"
+                only = "candidate" if np.isnan(b.items.column(name).score[i]) else "baseline"
                 return f'scorer coverage differs for "{name}" at item {i}: only {only} produced a score.'
     return None
 
@@ -107,18 +109,18 @@ def _js(value: str | None) -> str:
 
 
 def compare_cost(
-    baseline: Sequence[RunArrays], candidate: Sequence[RunArrays], scorer_names: Sequence[str]
+    baseline: Sequence[RunView], candidate: Sequence[RunView], scorer_names: Sequence[str]
 ) -> CostComparison | None:
     """The cost block, or None when neither side has spend nor accounting (spec §2.11)."""
     run_count = len(baseline)
     b_sum = 0.0
     for ra in baseline:
-        b_sum += read_accounting(ra.result).known_cost
+        b_sum += read_accounting(ra.header).known_cost
     c_sum = 0.0
     for ra in candidate:
-        c_sum += read_accounting(ra.result).known_cost
+        c_sum += read_accounting(ra.header).known_cost
     b_avg, c_avg = b_sum / run_count, c_sum / run_count
-    has_accounting = any(ra.result.accounting is not None for ra in [*baseline, *candidate])
+    has_accounting = any(ra.header.accounting is not None for ra in [*baseline, *candidate])
     if not (b_avg > 0 or c_avg > 0 or has_accounting):
         return None
     raw = c_avg - b_avg

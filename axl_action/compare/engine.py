@@ -16,7 +16,6 @@ import numpy as np
 import numpy.typing as npt
 
 from axl_action.compare.alignment import Alignment, align
-from axl_action.compare.arrays import F64, Bools, RunArrays, SampleCounts, run_arrays
 from axl_action.compare.bootstrap import DEFAULT_ALPHA, DEFAULT_RESAMPLES, bootstrap_many, random_seed
 from axl_action.compare.compatibility import check_compatibility
 from axl_action.compare.cost import compare_cost
@@ -40,10 +39,9 @@ from axl_action.compare.significance import (
 from axl_action.compare.text import to_fixed
 from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
 from axl_action.errors import CompareError
-from axl_action.schema import EvalResult, round3
+from axl_action.schema import RunView, SampleCounts, as_views, round3, sample_counts
 from axl_action.schema.io import gc_paused as paused_gc
-
-Side = EvalResult | Sequence[EvalResult]
+from axl_action.schema.view import F64, Bools, Run, Side, header_of
 
 
 @dataclass(frozen=True)
@@ -69,17 +67,13 @@ def r3(x: float) -> float:
     return round3(x) + 0.0
 
 
-def _as_list(side: Side) -> list[EvalResult]:
-    return [side] if isinstance(side, EvalResult) else list(side)
-
-
-def _validate(baseline: list[EvalResult], candidate: list[EvalResult]) -> list[str]:
+def _validate(baseline: list[RunView], candidate: list[RunView]) -> list[str]:
     if not baseline or not candidate:
         raise CompareError(
             "Cannot compare empty eval result arrays",
             hint="each results file must hold at least one run",
         )
-    b_ref, c_ref = baseline[0], candidate[0]
+    b_ref, c_ref = baseline[0].header, candidate[0].header
     if b_ref.dataset != c_ref.dataset:
         raise CompareError(
             f'Cannot compare evals from different datasets: "{b_ref.dataset}" vs "{c_ref.dataset}"',
@@ -101,13 +95,13 @@ def _validate(baseline: list[EvalResult], candidate: list[EvalResult]) -> list[s
     return b_names
 
 
-def detect_partial(runs: Sequence[EvalResult]) -> PartialBatch | None:
+def detect_partial(runs: Sequence[Run]) -> PartialBatch | None:
     """A side holding fewer runs than its batch attempted (spec §2.13); reads the raw list."""
     if not runs:
         return None
     attempted: float | None = None
     for run in runs:
-        v = run.metadata.get("batchAttempted")
+        v = header_of(run).metadata.get("batchAttempted")
         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
             attempted = v
             break
@@ -116,24 +110,24 @@ def detect_partial(runs: Sequence[EvalResult]) -> PartialBatch | None:
     return PartialBatch(completed=len(runs), attempted=int(attempted))
 
 
-def _summary_mean(run: EvalResult, name: str) -> float:
-    stats = run.summary.scorers.get(name)
+def _summary_mean(run: RunView, name: str) -> float:
+    stats = run.header.summary.scorers.get(name)
     return stats.mean if stats is not None else 0.0
 
 
-def _paired_diffs(b_runs: Sequence[RunArrays], c_runs: Sequence[RunArrays], name: str, al: Alignment) -> F64:
+def _paired_diffs(b_runs: Sequence[RunView], c_runs: Sequence[RunView], name: str, al: Alignment) -> F64:
     parts: list[F64] = []
     for b, c in zip(b_runs, c_runs, strict=True):
         bi, ci = al.pairs(b.size, c.size)
-        bs, cs = b.scores[name][bi], c.scores[name][ci]
-        ok = ~b.errored[bi] & ~c.errored[ci] & ~np.isnan(bs) & ~np.isnan(cs)
+        bs, cs = b.items.column(name).score[bi], c.items.column(name).score[ci]
+        ok = ~b.items.errored[bi] & ~c.items.errored[ci] & ~np.isnan(bs) & ~np.isnan(cs)
         parts.append(cs[ok] - bs[ok])
     return np.concatenate(parts) if parts else np.empty(0)
 
 
 def _item_changes(
-    b_runs: Sequence[RunArrays],
-    c_runs: Sequence[RunArrays],
+    b_runs: Sequence[RunView],
+    c_runs: Sequence[RunView],
     names: Sequence[str],
     thresholds: dict[str, ResolvedThreshold],
     al: Alignment,
@@ -146,15 +140,15 @@ def _item_changes(
         b_idx = c_idx = np.arange(count, dtype=np.intp)
     skip = np.zeros(len(b_idx), dtype=np.bool_)
     for ra in b_runs:
-        skip |= ra.errored[b_idx]
+        skip |= ra.items.errored[b_idx]
     for ra in c_runs:
-        skip |= ra.errored[c_idx]
-    inputs = [item.input for item in b_runs[0].result.items]
+        skip |= ra.items.errored[c_idx]
+    inputs = b_runs[0].items.inputs
     key_mode = al.mode == "key"
     parts: list[tuple[npt.NDArray[np.intp], int, F64, F64, F64, Bools]] = []
     for order, name in enumerate(names):
-        b_avg, b_ok = _run_average([ra.scores[name][b_idx] for ra in b_runs])
-        c_avg, c_ok = _run_average([ra.scores[name][c_idx] for ra in c_runs])
+        b_avg, b_ok = _run_average([ra.items.column(name).score[b_idx] for ra in b_runs])
+        c_avg, c_ok = _run_average([ra.items.column(name).score[c_idx] for ra in c_runs])
         use = ~skip & b_ok & c_ok
         with np.errstate(invalid="ignore"):
             delta = _r3(c_avg - b_avg)
@@ -223,9 +217,9 @@ def _run_average(columns: list[F64]) -> tuple[F64, np.ndarray]:
     return avg, count > 0
 
 
-def _timing(b_runs: Sequence[EvalResult], c_runs: Sequence[EvalResult]) -> TimingComparison | None:
-    b_t = [r.summary.timing.mean for r in b_runs if r.summary.timing is not None]
-    c_t = [r.summary.timing.mean for r in c_runs if r.summary.timing is not None]
+def _timing(b_runs: Sequence[RunView], c_runs: Sequence[RunView]) -> TimingComparison | None:
+    b_t = [r.header.summary.timing.mean for r in b_runs if r.header.summary.timing is not None]
+    c_t = [r.header.summary.timing.mean for r in c_runs if r.header.summary.timing is not None]
     if not b_t or not c_t:
         return None
     b_mean = _js_mean(b_t)
@@ -278,26 +272,27 @@ def summarise(
 
 
 def compare_results(baseline: Side, candidate: Side, options: CompareOptions | None = None) -> Comparison:
-    """Compare a baseline and a candidate (one run or a list of runs each)."""
+    """Compare a baseline and a candidate: one run or a list of runs each, as models or views.
+
+    Views (``schema.load_run_views``) are what the CLI passes: a model is read into one first.
+    """
     with paused_gc():
         return _compare(baseline, candidate, options)
 
 
 def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) -> Comparison:
     opts = options or CompareOptions()
-    raw_b, raw_c = _as_list(baseline), _as_list(candidate)
+    raw_b, raw_c = as_views(baseline), as_views(candidate)
     names = _validate(raw_b, raw_c)
-    b_ref, c_ref = raw_b[0], raw_c[0]
+    b_ref, c_ref = raw_b[0].header, raw_c[0].header
     run_count = min(len(raw_b), len(raw_c))
     trunc_b, trunc_c = raw_b[:run_count], raw_c[:run_count]
-    b_arrays = [run_arrays(r, names) for r in trunc_b]
-    c_arrays = [run_arrays(r, names) for r in trunc_c]
     alignment = align(trunc_b, trunc_c)
     thresholds = {n: resolve_threshold(n, opts.thresholds, b_ref.metadata) for n in names}
     types = b_ref.scorer_types
     seed = opts.seed if opts.seed is not None else random_seed()
 
-    diffs = {n: _paired_diffs(b_arrays, c_arrays, n, alignment) for n in names}
+    diffs = {n: _paired_diffs(trunc_b, trunc_c, n, alignment) for n in names}
     boots = bootstrap_many(
         {n: d for n, d in diffs.items() if len(d) >= 2},
         n_resamples=opts.resamples,
@@ -311,8 +306,8 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
     for name in names:
         b_mean_raw = _js_mean([_summary_mean(r, name) for r in trunc_b])
         c_mean_raw = _js_mean([_summary_mean(r, name) for r in trunc_c])
-        b_counts = sum((ra.counts[name] for ra in b_arrays), SampleCounts())
-        c_counts = sum((ra.counts[name] for ra in c_arrays), SampleCounts())
+        b_counts = sum((sample_counts(ra.items, name) for ra in trunc_b), SampleCounts())
+        c_counts = sum((sample_counts(ra.items, name) for ra in trunc_c), SampleCounts())
         t = thresholds[name]
         n = len(diffs[name])
         boot = boots.get(name)
@@ -354,12 +349,10 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
             if s.verdict in ("regressed", "improved") and not s.holm_significant:
                 s.verdict = "inconclusive"
 
-    regressions, improvements = _item_changes(b_arrays, c_arrays, names, thresholds, alignment)
+    regressions, improvements = _item_changes(trunc_b, trunc_c, names, thresholds, alignment)
     timing = _timing(trunc_b, trunc_c)
-    cost = compare_cost(b_arrays, c_arrays, names)
-    matched = (
-        len(alignment.baseline_index) if alignment.mode == "key" else min(len(b_ref.items), len(c_ref.items))
-    )
+    cost = compare_cost(trunc_b, trunc_c, names)
+    matched = len(alignment.baseline_index) if alignment.mode == "key" else min(raw_b[0].size, raw_c[0].size)
     return Comparison(
         baseline=SideInfo(
             id=b_ref.id,
@@ -385,6 +378,6 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
         resamples=opts.resamples,
         alpha=opts.alpha,
         holm=opts.holm,
-        stable=max(0, len(b_ref.items) - len(regressions) - len(improvements)),
+        stable=max(0, raw_b[0].size - len(regressions) - len(improvements)),
         compatibility=check_compatibility(b_ref, c_ref, alignment, matched),
     )

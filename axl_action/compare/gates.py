@@ -16,15 +16,16 @@ from axl_action.compare.text import to_fixed
 from axl_action.errors import ItemErrorRateError
 from axl_action.schema import (
     DEFAULT_MAX_ITEM_ERROR_RATE,
-    EvalResult,
-    compute_coverage,
-    evaluate_item_error_rate,
+    RunHeader,
+    as_views,
     evaluate_scorer_tolerance,
     format_percent,
     is_budget_stopped,
+    item_error_rate,
     js_string,
     read_accounting,
 )
+from axl_action.schema.view import Run, Side
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _sides(s: ScorerComparison) -> tuple[tuple[str, int, int, int], ...]:
 
 
 def compare_item_error_rates(
-    baseline: Sequence[EvalResult], candidate: Sequence[EvalResult], limit: float | None = None
+    baseline: Sequence[Run], candidate: Sequence[Run], limit: float | None = None
 ) -> list[ItemErrorRate]:
     """``compareItemErrorRates`` (spec §4.2): every compared run of each side, judged on its own.
 
@@ -106,18 +107,13 @@ def compare_item_error_rates(
             hint="1 disables the item error-rate check",
         )
     run_count = min(len(baseline), len(candidate))
+    views = as_views(baseline[:run_count]), as_views(candidate[:run_count])
     rates: list[ItemErrorRate] = []
-    for side, runs in (("baseline", baseline), ("candidate", candidate)):
+    for side, runs in (("baseline", views[0]), ("candidate", views[1])):
         for r in range(run_count):
             run = runs[r]
-            coverage = run.summary.coverage
-            legacy = coverage is None
-            if coverage is None:
-                verdict = evaluate_item_error_rate(
-                    compute_coverage(run.items, []).items, len(run.items), value
-                )
-            else:
-                verdict = evaluate_item_error_rate(coverage.items, run.summary.count, value)
+            legacy = run.header.summary.coverage is None
+            verdict = item_error_rate(run, value)
             rates.append(
                 ItemErrorRate(
                     side=side,
@@ -197,7 +193,7 @@ def divergent_skip_notes(comparison: Comparison) -> list[str]:
     return out
 
 
-def scorer_subset_sides(baseline: EvalResult, candidate: EvalResult) -> list[tuple[str, list[str]]]:
+def scorer_subset_sides(baseline: RunHeader, candidate: RunHeader) -> list[tuple[str, list[str]]]:
     """Sides produced with ``--scorers`` (``metadata.scorerFiltered``), with the scorers they ran."""
     out = []
     for side, run in (("baseline", baseline), ("candidate", candidate)):
@@ -244,7 +240,7 @@ def regression_fails(comparison: Comparison) -> bool:
 # ---------------------------------------------------------------- the gate report
 
 
-def _budget_gate(baseline: Sequence[EvalResult], candidate: Sequence[EvalResult]) -> Gate:
+def _budget_gate(baseline: Sequence[RunHeader], candidate: Sequence[RunHeader]) -> Gate:
     stopped: list[str] = []
     limit: float | None = None
     spend: float | None = None
@@ -461,19 +457,19 @@ def _compatibility_gate(comparison: Comparison) -> Gate:
 
 def evaluate_gates(
     comparison: Comparison,
-    baseline: Sequence[EvalResult],
-    candidate: Sequence[EvalResult],
+    baseline: Side,
+    candidate: Side,
     options: GateOptions | None = None,
 ) -> GateReport:
-    """Apply every gate; ``baseline``/``candidate`` are the full run lists the comparison used."""
+    """Apply every gate; ``baseline``/``candidate`` are the run lists (models or views) compared."""
     opts = options or GateOptions()
     limit = DEFAULT_MAX_ITEM_ERROR_RATE if opts.max_item_error_rate is None else opts.max_item_error_rate
     run_count = comparison.baseline.run_count
-    b_runs, c_runs = list(baseline)[:run_count], list(candidate)[:run_count]
+    b_runs, c_runs = as_views(baseline)[:run_count], as_views(candidate)[:run_count]
     rates = compare_item_error_rates(b_runs, c_runs, limit)
-    subset = scorer_subset_sides(b_runs[0], c_runs[0])
+    subset = scorer_subset_sides(b_runs[0].header, c_runs[0].header)
     gates = [
-        _budget_gate(b_runs, c_runs),
+        _budget_gate([r.header for r in b_runs], [r.header for r in c_runs]),
         _item_gate(rates, limit),
         _scorer_gate(comparison, opts.max_scorer_error_rate),
         _regressions_gate(comparison, opts, subset),

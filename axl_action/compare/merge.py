@@ -31,13 +31,10 @@ from axl_action.schema import (
     ModelTimingStats,
     Stats,
     aggregate_accounting,
-    compute_coverage,
-    compute_stats,
-    evaluate_item_error_rate,
-    evaluate_scorer_tolerance,
+    build_summary,
+    item_columns,
     read_accounting,
     round3,
-    scorer_counts,
 )
 
 _HINT = "pass every shard's results file exactly once (the files written by `axl-eval run --shard i/n`)"
@@ -194,58 +191,30 @@ def _accounting(shards: Sequence[EvalResult]) -> dict[str, Any] | None:
     return merged
 
 
-def _summary(shards: Sequence[EvalResult], items: list[EvalItem]) -> dict[str, Any]:
+def _summary(shards: Sequence[EvalResult], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged summary: the run view's rules over the joined items, with the shards' limits."""
     names = list(shards[0].summary.scorers)
-    has_coverage = all(r.summary.coverage is not None for r in shards)
-    summary: dict[str, Any] = {"count": len(items), "failures": sum(1 for i in items if i.error)}
-    if has_coverage:
-        summary["coverage"] = compute_coverage(items, names).to_wire()
-    with_counts = all(all(s.scored is not None for s in r.summary.scorers.values()) for r in shards)
-    types = shards[0].scorer_types
-    degraded_limits: dict[str, float] = {}
-    for r in shards:
-        for d in r.summary.degraded or []:
-            degraded_limits.setdefault(d.scorer, d.limit)
-    stats: dict[str, Any] = {}
-    degraded: list[dict[str, Any]] = []
-    for name in names:
-        values = [v for i in items if not i.error and (v := i.scores.get(name)) is not None]
-        entry: dict[str, Any] = dict(compute_stats(values))
-        scored, failed, skipped = scorer_counts(items, name)
-        if with_counts:
-            entry.update(scored=scored, failed=failed, skipped=skipped)
-        stats[name] = entry
-        if name in degraded_limits:
-            kind = "deterministic" if types.get(name) == "deterministic" else "llm"
-            verdict = evaluate_scorer_tolerance(scored, failed, kind, degraded_limits[name])
-            if verdict.exceeds:
-                degraded.append(
-                    {
-                        "scorer": name,
-                        "rate": verdict.rate,
-                        "limit": degraded_limits[name],
-                        "type": kind,
-                        "scored": scored,
-                        "failed": failed,
-                    }
-                )
-    summary["scorers"] = stats
-    durations = [i.duration for i in items if not i.error and i.duration is not None]
-    if durations:
-        summary["timing"] = compute_stats(durations)
-    model_timing = _model_timing(shards)
-    if model_timing:
-        summary["modelTiming"] = model_timing
-    if degraded:
-        summary["degraded"] = degraded
-    limits = [r.summary.item_error_rate.limit for r in shards if r.summary.item_error_rate is not None]
-    if has_coverage and "coverage" in summary:
-        coverage = compute_coverage(items, names)
-        rate = evaluate_item_error_rate(
-            coverage.items, len(items), limits[0] if limits else DEFAULT_MAX_ITEM_ERROR_RATE
-        )
-        if rate.failed > 0:
-            summary["itemErrorRate"] = rate.to_wire()
+    types = {name: shards[0].scorer_types.get(name, "llm") for name in names}
+    degraded = [d for r in shards for d in r.summary.degraded or []]
+    # The scorer gate's limit is only on record where a shard tripped it: an LLM entry carries
+    # it; with only deterministic entries no LLM scorer can exceed anything (1 stands for that).
+    llm_limits = [d.limit for d in degraded if d.type == "llm"]
+    scorer_limit = llm_limits[0] if llm_limits else (1.0 if degraded else None)
+    item_limits = [r.summary.item_error_rate.limit for r in shards if r.summary.item_error_rate is not None]
+    summary = build_summary(
+        item_columns(items, names),
+        types,
+        model_timing=_model_timing(shards),
+        item_error_limit=item_limits[0] if item_limits else DEFAULT_MAX_ITEM_ERROR_RATE,
+        scorer_error_limit=scorer_limit,
+    )
+    if not all(r.summary.coverage is not None for r in shards):
+        summary.pop("coverage")
+        summary.pop("itemErrorRate", None)
+    if not all(all(s.scored is not None for s in r.summary.scorers.values()) for r in shards):
+        for entry in summary["scorers"].values():
+            for key in ("scored", "failed", "skipped"):
+                entry.pop(key)
     return summary
 
 
@@ -294,7 +263,7 @@ def merge_results(
         wire["accounting"] = accounting
     wire["duration"] = max(r.duration for r in results)
     wire["items"] = [item.to_wire() for item in merged_items]
-    wire["summary"] = _summary(results, merged_items)
+    wire["summary"] = _summary(results, wire["items"])
     return EvalResult.model_validate(wire, context=WIRE)
 
 

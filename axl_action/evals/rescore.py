@@ -27,11 +27,10 @@ from axl_action.evals.pool import run_pool
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
-from axl_action.evals.summary import coverage, scorer_sample
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import CaptureSink, TrackResult
-from axl_action.schema.numbers import compute_stats
+from axl_action.schema.view import build_summary, item_columns
 
 if TYPE_CHECKING:
     from axl_action.schema import EvalResult
@@ -276,23 +275,15 @@ def _summary(
     source: Mapping[str, Any], items: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer]
 ) -> dict[str, Any]:
     """count, failures, coverage, scorers, and the source's timing (no gates: spec §17)."""
-    names = [s.name for s in scorers]
-    stats: dict[str, Any] = {}
-    for name in names:
-        values, scored, failed, skipped = scorer_sample(items, name)
-        stats[name] = {**compute_stats(values), "scored": scored, "failed": failed, "skipped": skipped}
-    summary: dict[str, Any] = {
-        "count": len(items),
-        "failures": sum(1 for item in items if item.get("error")),
-        "coverage": coverage(items, names),
-        "scorers": stats,
-    }
+    types = {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers}
     # No generation ran, so the source's wall-clock and provider latency are still the only
     # measurements of these outputs; modelTiming cannot be rebuilt from item sums.
     source_summary = source.get("summary")
-    if isinstance(source_summary, Mapping):
-        if source_summary.get("timing"):
-            summary["timing"] = dict(source_summary["timing"])
-        if source_summary.get("modelTiming"):
-            summary["modelTiming"] = copy.deepcopy(source_summary["modelTiming"])
-    return summary
+    if not isinstance(source_summary, Mapping):
+        source_summary = {}
+    return build_summary(
+        item_columns(items, list(types)),
+        types,
+        timing=source_summary.get("timing") or None,
+        model_timing=copy.deepcopy(source_summary.get("modelTiming")) or None,
+    )

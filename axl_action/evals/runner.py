@@ -42,7 +42,7 @@ from axl_action.evals.scoring import (
     score_item,
     usable_cost,
 )
-from axl_action.evals.summary import build_metadata_rollups, build_summary, model_timing
+from axl_action.evals.summary import build_metadata_rollups, model_timing
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import (
@@ -52,6 +52,7 @@ from axl_action.runtime.scope import (
     is_admission_denial,
 )
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
+from axl_action.schema.view import RunView, build_summary, item_columns, wire_view
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
 RESERVED_METADATA_KEYS = frozenset(
@@ -94,6 +95,16 @@ def shard_indices(total: int, shard: tuple[int, int] | None) -> list[int]:
     return [i for i in range(total) if i % count == index - 1]
 
 
+@dataclass(frozen=True)
+class RunRecord:
+    """A finished run: the wire data to write, and its view (built once, from the same items)."""
+
+    wire: dict[str, Any]
+    """The result as ordered wire data, exactly what ``--output`` writes."""
+    view: RunView
+    """Header model and item columns, for the console, the gates and the reports."""
+
+
 def execute_eval(
     definition: EvalDefinition,
     runtime: Any = None,
@@ -107,6 +118,32 @@ def execute_eval(
     result_id: str | None = None,
 ) -> dict[str, Any]:
     """Run ``definition`` and return the result as ordered wire data (see :func:`run_eval`)."""
+    return execute_run(
+        definition,
+        runtime,
+        execute_workflow=execute_workflow,
+        concurrency=concurrency,
+        on_progress=on_progress,
+        cancel_event=cancel_event,
+        capture=capture,
+        shard=shard,
+        result_id=result_id,
+    ).wire
+
+
+def execute_run(
+    definition: EvalDefinition,
+    runtime: Any = None,
+    *,
+    execute_workflow: Callable[[Any, Any], Any] | None = None,
+    concurrency: int | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel_event: threading.Event | None = None,
+    capture: CaptureSink | None = None,
+    shard: tuple[int, int] | None = None,
+    result_id: str | None = None,
+) -> RunRecord:
+    """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`)."""
     limit = definition.fail_on_item_error_rate
     if limit is None:
         limit = DEFAULT_ITEM_ERROR_RATE_LIMIT
@@ -193,10 +230,11 @@ def execute_eval(
     if shard is not None:
         metadata["shard"] = {"index": shard[0], "count": shard[1], "datasetItems": len(dataset_items)}
 
+    columns = item_columns(items, list(scorer_types))
     summary = build_summary(
-        items,
-        scorers,
-        model_timing(state.samples),
+        columns,
+        scorer_types,
+        model_timing=model_timing(state.samples),
         item_error_limit=float(limit),
         scorer_error_limit=_scorer_limit(definition.fail_on_scorer_error_rate),
     )
@@ -218,7 +256,7 @@ def execute_eval(
     result["summary"] = summary
     if on_progress is not None:
         on_progress({"type": "run_done", "totalItems": len(items), "failures": summary["failures"]})
-    return result
+    return RunRecord(wire=result, view=wire_view(result, columns))
 
 
 def _scorer_limit(value: Any) -> float | None:
@@ -500,6 +538,9 @@ def apply_scorer_filter(definition: EvalDefinition, names: Sequence[str] | None)
 
 
 def stamp_scorer_filter(result: dict[str, Any], definition: EvalDefinition) -> None:
-    """``metadata.scorerFiltered`` + ``scorersRun`` for a ``--scorers`` subset run."""
+    """``metadata.scorerFiltered`` + ``scorersRun`` for a ``--scorers`` subset run.
+
+    Stamps the wire data, which is what gets written; nothing the console reads changes.
+    """
     result["metadata"]["scorerFiltered"] = True
     result["metadata"]["scorersRun"] = [s.name for s in definition.scorers]

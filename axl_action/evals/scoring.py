@@ -19,6 +19,7 @@ from typing import Any
 from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.pool import run_pool
 from axl_action.evals.scorer import Scorer, ScorerContext
+from axl_action.redaction import redact
 from axl_action.runtime.admission import AdmissionController, ClosedBy
 from axl_action.runtime.scope import TrackResult, is_abort, is_admission_denial
 from axl_action.schema.numbers import describe_input, js_string, round3
@@ -27,11 +28,13 @@ _MISSING = object()
 
 
 def error_message(error: BaseException) -> str:
-    """The message of a thrown value (``message`` of an ``AxlError``, else ``str``, else its type)."""
+    """The message of a thrown value (``message`` of an ``AxlError``, else ``str``, else its type),
+    redacted: it lands in ``item.error`` / ``scorerErrors``, and a workflow's own exception may
+    quote a key."""
     message = getattr(error, "message", None)
     if not isinstance(message, str):
         message = str(error)
-    return message or type(error).__name__
+    return redact(message) or type(error).__name__
 
 
 def usable_cost(value: Any) -> bool:

@@ -1,8 +1,8 @@
-"""Run-level figures: coverage, per-scorer stats, gates, timing and metadata roll-ups.
+"""Run-level roll-ups the summary's counting rules do not cover: model timing and metadata.
 
-Pure functions over the ordered wire items the runner just built (spec §4.4, §6.3, §10, §12,
-§13). They mirror ``axl_action.schema.outcomes``, which reads *models* of any (also legacy)
-file; the runner works on wire dicts on its hot path and every item it builds has outcomes.
+Coverage, scorer stats, gates and item timing are the run view's rules
+(:func:`axl_action.schema.build_summary`); these two fold per-call samples and per-item
+metadata (spec §12.3, §13), shared by the runner, rescore and merge.
 """
 
 from __future__ import annotations
@@ -10,50 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from axl_action.evals.scorer import Scorer
-from axl_action.schema import ITEM_OUTCOMES, SCORER_OUTCOMES, ItemCoverage, evaluate_item_error_rate
 from axl_action.schema.numbers import compute_stats
-
-
-def coverage(items: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
-    """``summary.coverage`` (every key present, zeros included)."""
-    item_counts = dict.fromkeys(ITEM_OUTCOMES, 0)
-    scorer_counts = {name: dict.fromkeys(SCORER_OUTCOMES, 0) for name in names}
-    for item in items:
-        bucket = item.get("outcome") or ("failed" if item.get("error") else "completed")
-        if bucket in item_counts:
-            item_counts[bucket] += 1
-        for name, detail in (item.get("scoreDetails") or {}).items():
-            counts = scorer_counts.get(name)
-            outcome = detail.get("outcome") if isinstance(detail, Mapping) else None
-            if counts is not None and outcome in counts:
-                counts[outcome] += 1
-    return {"items": item_counts, "scorers": scorer_counts}
-
-
-def scorer_sample(items: Sequence[Mapping[str, Any]], name: str) -> tuple[list[float], int, int, int]:
-    """(scores, scored, failed, skipped) over items without ``error`` (spec §4.4)."""
-    scores: list[float] = []
-    scored = failed = skipped = 0
-    for item in items:
-        if item.get("error"):
-            continue
-        value = (item.get("scores") or {}).get(name)
-        if value is not None:
-            scores.append(value)
-        outcome = ((item.get("scoreDetails") or {}).get(name) or {}).get("outcome")
-        if outcome == "scored":
-            scored += 1
-        elif outcome == "failed":
-            failed += 1
-        elif outcome == "skipped":
-            skipped += 1
-    return scores, scored, failed, skipped
-
-
-def item_error_rate(items: Mapping[str, int], count: int, limit: float) -> dict[str, Any]:
-    """``evaluateItemErrorRate`` (spec §10.1) over wire coverage counts; ``rate`` is not rounded."""
-    return evaluate_item_error_rate(ItemCoverage(**items), count, limit).to_wire()
 
 
 def model_timing(samples: Mapping[str, Sequence[Any]]) -> dict[str, Any] | None:
@@ -75,58 +32,6 @@ def model_timing(samples: Mapping[str, Sequence[Any]]) -> dict[str, Any] | None:
             entry["firstTokenCalls"] = len(first)
         out[model] = entry
     return out or None
-
-
-def build_summary(
-    items: Sequence[Mapping[str, Any]],
-    scorers: Sequence[Scorer],
-    timing_by_model: dict[str, Any] | None,
-    *,
-    item_error_limit: float,
-    scorer_error_limit: float | None,
-) -> dict[str, Any]:
-    """``EvalSummary`` in wire order (spec §14.4)."""
-    names = [s.name for s in scorers]
-    cov = coverage(items, names)
-    summary: dict[str, Any] = {
-        "count": len(items),
-        "failures": sum(1 for i in items if i.get("error")),
-        "coverage": cov,
-    }
-    stats: dict[str, Any] = {}
-    degraded: list[dict[str, Any]] = []
-    for s in scorers:
-        values, scored, failed, skipped = scorer_sample(items, s.name)
-        stats[s.name] = {**compute_stats(values), "scored": scored, "failed": failed, "skipped": skipped}
-        if scorer_error_limit is not None:
-            kind = "llm" if s.is_llm else "deterministic"
-            limit = scorer_error_limit if s.is_llm else 0
-            attempted = scored + failed
-            rate = failed / attempted if attempted else 0
-            exceeds = attempted > 0 and (failed > 0 if kind == "deterministic" else rate > limit)
-            if exceeds:
-                degraded.append(
-                    {
-                        "scorer": s.name,
-                        "rate": rate,
-                        "limit": limit,
-                        "type": kind,
-                        "scored": scored,
-                        "failed": failed,
-                    }
-                )
-    summary["scorers"] = stats
-    durations = [i["duration"] for i in items if not i.get("error") and "duration" in i]
-    if durations:
-        summary["timing"] = compute_stats(durations)
-    if timing_by_model:
-        summary["modelTiming"] = timing_by_model
-    if degraded:
-        summary["degraded"] = degraded
-    error_rate = item_error_rate(cov["items"], len(items), item_error_limit)
-    if error_rate["failed"] > 0:
-        summary["itemErrorRate"] = error_rate
-    return summary
 
 
 def _rollup(items: Sequence[Mapping[str, Any]], counts_key: str, list_key: str) -> dict[str, float]:

@@ -12,7 +12,7 @@ from html import escape
 
 import numpy as np
 
-from axl_action.report.formatting import signed, usd
+from axl_action.formatting import signed, usd
 from axl_action.report.models import ScorerRow
 
 _FONT = 'font-size="11"'

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from axl_action.compare.models import Comparison, GateReport
-from axl_action.evals.console import (
+from axl_action.formatting import (
     format_budget_line,
     format_coverage_line,
     format_failure_causes,
@@ -42,10 +41,11 @@ from axl_action.report.regressions import top_regressions
 from axl_action.report.render import comment_marker
 from axl_action.schema import (
     EvalResult,
-    ItemFailure,
+    RunView,
     Stats,
     read_accounting,
-    scorer_counts,
+    run_view,
+    sample_counts,
 )
 from axl_action.schema.io import gc_paused
 
@@ -70,29 +70,6 @@ def _side(runs: list[EvalResult]) -> RunSide:
     )
 
 
-def _light_wire(result: EvalResult) -> dict[str, Any]:
-    # The console formatters read wire dicts; only summary and failure causes are needed,
-    # and dumping 10,000 full items just for that would dominate render time.
-    return {
-        "summary": result.summary.to_wire(),
-        "items": [
-            {"outcome": it.outcome, "failure": _failure_wire(it.failure)}
-            for it in result.items
-            if it.outcome == "failed"
-        ],
-    }
-
-
-def _failure_wire(failure: ItemFailure | None) -> dict[str, Any] | None:
-    if failure is None:
-        return None
-    wire = failure.to_wire()
-    status = wire.get("status")
-    if isinstance(status, float) and status.is_integer():
-        wire["status"] = int(status)  # "429", not "429.0", in the failure-cause labels
-    return wire
-
-
 def _strip(line: str | None, prefix: str) -> str | None:
     if line is None:
         return None
@@ -101,14 +78,16 @@ def _strip(line: str | None, prefix: str) -> str | None:
 
 
 def _scorer_rows(
-    candidate: EvalResult,
+    view: RunView,
     comparison: Comparison | None,
 ) -> list[ScorerRow]:
+    candidate = view.header
     types = candidate.scorer_types
     rows: list[ScorerRow] = []
     if comparison is None:
         for name, stats in candidate.summary.scorers.items():
-            scored, failed, skipped = scorer_counts(candidate.items, name)
+            counts = sample_counts(view.items, name)
+            scored, failed, skipped = counts.scored, counts.failed, counts.skipped
             rows.append(
                 ScorerRow(
                     name=name,
@@ -185,7 +164,7 @@ def _accounting_panel(candidate: EvalResult) -> AccountingPanel:
     acc = read_accounting(candidate)
     fp = candidate.metadata.get("fingerprint")
     pricing = fp.get("pricingVersion") if isinstance(fp, Mapping) else None
-    budget = _strip(format_budget_line(acc.to_wire()), "Budget:")
+    budget = _strip(format_budget_line(acc), "Budget:")
     usage = {
         name.replace("_", " "): value
         for name, value in acc.usage.model_dump().items()
@@ -259,7 +238,8 @@ def _build(
     suite = info.suite or cand.dataset
     has_baseline = base is not None and comparison is not None
 
-    gate_rows = [gate_row(g) for g in gates.gates] if gates is not None else own_gates(cand)
+    view = run_view(cand)
+    gate_rows = [gate_row(g) for g in gates.gates] if gates is not None else own_gates(view)
     failing = [g.label for g in gate_rows if g.status in ("fail", "refused")]
     warning = [g.label for g in gate_rows if g.status == "warn"]
     verdict = "fail" if failing else ("warn" if warning else "pass")
@@ -270,20 +250,20 @@ def _build(
         cc = comparison.cost
         cost = CostBlock(
             candidate_total=cc.candidate_total,
-            candidate_text=format_known_spend(acc.to_wire()),
+            candidate_text=format_known_spend(acc),
             baseline_total=cc.baseline_total,
-            baseline_text=format_known_spend(read_accounting(base).to_wire()) if base is not None else None,
+            baseline_text=format_known_spend(read_accounting(base)) if base is not None else None,
             delta=cc.delta,
             delta_percent=cc.delta_percent,
             certified=cc.certified,
             reason=cc.reason,
         )
     else:
-        cost = CostBlock(candidate_total=acc.known_cost, candidate_text=format_known_spend(acc.to_wire()))
+        cost = CostBlock(candidate_total=acc.known_cost, candidate_text=format_known_spend(acc))
 
-    wire = _light_wire(cand)
-    coverage_line = _strip(format_coverage_line({"summary": wire["summary"]}), "Items:")
-    causes = _strip(format_failure_causes(wire), "Failure causes:")
+    summary = cand.summary
+    coverage_line = _strip(format_coverage_line(summary.coverage, summary.item_error_rate), "Items:")
+    causes = _strip(format_failure_causes(view.items), "Failure causes:")
 
     timing: TimingBlock | None = None
     if comparison is not None and comparison.timing is not None:
@@ -302,13 +282,11 @@ def _build(
         top, regressed_items = top_regressions(cand, base, comparison, limits)
 
     errors: list[str] = []
-    error_items = 0
-    for it in cand.items:
-        if it.scorer_errors:
-            error_items += 1
-            for e in it.scorer_errors:
-                if e not in errors and len(errors) < 5:
-                    errors.append(e)
+    error_items = len(view.items.scorer_errors)
+    for messages in view.items.scorer_errors.values():
+        for e in messages:
+            if e not in errors and len(errors) < 5:
+                errors.append(e)
 
     provenance = None
     if base is not None:
@@ -334,9 +312,9 @@ def _build(
         candidate=_side(c_runs),
         baseline=_side(b_runs) if b_runs else None,
         gates=gate_rows,
-        scorers=_scorer_rows(cand, comparison),
+        scorers=_scorer_rows(view, comparison),
         cost=cost,
-        budget_line=_strip(format_budget_line(acc.to_wire()), "Budget:"),
+        budget_line=_strip(format_budget_line(acc), "Budget:"),
         coverage_line=coverage_line,
         failure_causes=causes,
         timing=timing,

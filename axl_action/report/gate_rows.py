@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from axl_action.compare.models import Gate
-from axl_action.report.formatting import count, pct, signed_pct, usd
+from axl_action.formatting import count, pct, signed_pct, usd
 from axl_action.report.models import GateRow
 from axl_action.schema import (
     DEFAULT_MAX_ITEM_ERROR_RATE,
-    EvalResult,
-    coverage_of,
-    evaluate_item_error_rate,
+    as_view,
     is_budget_stopped,
+    item_error_rate,
     read_accounting,
-    scorer_counts,
+    sample_counts,
 )
+from axl_action.schema.view import Run
 
 GATE_LABELS = {
     "budget": "Budget",
@@ -55,8 +55,10 @@ def gate_row(gate: Gate) -> GateRow:
     )
 
 
-def own_gates(candidate: EvalResult, *, max_item_error_rate: float | None = None) -> list[GateRow]:
-    """The gates one result can answer without a baseline (its own figures)."""
+def own_gates(run: Run, *, max_item_error_rate: float | None = None) -> list[GateRow]:
+    """The gates one result (a model or a view) can answer without a baseline (its own figures)."""
+    view = as_view(run)
+    candidate = view.header
     rows: list[GateRow] = []
     acc = read_accounting(candidate)
     if acc.budget is not None:
@@ -86,13 +88,12 @@ def own_gates(candidate: EvalResult, *, max_item_error_rate: float | None = None
                 message="no budget configured",
             )
         )
-    cov = coverage_of(candidate)
     rate = candidate.summary.item_error_rate
     if rate is None:
         limit = DEFAULT_MAX_ITEM_ERROR_RATE if max_item_error_rate is None else max_item_error_rate
-        rate = evaluate_item_error_rate(cov.items, len(candidate.items), limit)
+        rate = item_error_rate(view, limit)
     elif max_item_error_rate is not None:
-        rate = evaluate_item_error_rate(cov.items, len(candidate.items), max_item_error_rate)
+        rate = item_error_rate(view, max_item_error_rate)
     rows.append(
         GateRow(
             name="item-error-rate",
@@ -107,9 +108,9 @@ def own_gates(candidate: EvalResult, *, max_item_error_rate: float | None = None
             ),
         )
     )
-    counts = [scorer_counts(candidate.items, name) for name in candidate.scorer_names]
-    failed = sum(f for _, f, _ in counts)
-    attempted = sum(s + f for s, f, _ in counts)
+    counts = [sample_counts(view.items, name) for name in candidate.scorer_names]
+    failed = sum(c.failed for c in counts)
+    attempted = sum(c.scored + c.failed for c in counts)
     degraded = candidate.summary.degraded or []
     rows.append(
         GateRow(

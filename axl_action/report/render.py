@@ -23,7 +23,7 @@ from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
-from axl_action.report import formatting as fmt
+from axl_action import formatting as fmt
 from axl_action.report.escape import html_inline, md_cell, md_code_block, md_code_span, md_text, truncate
 from axl_action.report.markdown import untrusted_markdown_to_html
 from axl_action.report.models import ReportContext, ReportLimits

@@ -11,7 +11,7 @@ from pydantic import Field
 from axl_action.schema.base import CompleteWireModel, WireModel
 
 if TYPE_CHECKING:
-    from axl_action.schema.result import EvalResult
+    from axl_action.schema.result import RunHeader
 
 Completeness = Literal["complete", "incomplete", "unverified"]
 USAGE_KEYS = (
@@ -27,6 +27,10 @@ USAGE_KEYS = (
 def usable(x: object) -> bool:
     """A usable cost is a finite number >= 0 (an explicit 0 is *known free*)."""
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+#: Accounting record versions this reader understands; any other is refused, never certified.
+KNOWN_ACCOUNTING_VERSIONS: tuple[int, ...] = (1,)
 
 
 class Usage(CompleteWireModel):
@@ -76,7 +80,7 @@ class Accounting(CompleteWireModel):
     """Core accounting record, version 1 (runner spec §7.1)."""
 
     version: int = 1
-    """Record format version; always 1."""
+    """Record format version; always 1 (see ``KNOWN_ACCOUNTING_VERSIONS``)."""
     currency: str = "USD"
     """Currency of every amount; always USD."""
     known_cost: float = 0
@@ -197,7 +201,7 @@ def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
     )
 
 
-def read_accounting(result: EvalResult) -> EvalAccounting:
+def read_accounting(result: RunHeader) -> EvalAccounting:
     """The accounting of any artifact (runner spec §7.4).
 
     0.24 files return their record unchanged. Pre-0.24 files get a synthesized ``unverified``

@@ -28,14 +28,23 @@ from pydantic import Field
 
 from axl_action.schema.base import WireModel
 
+# One encoder for the run: ``json.dumps`` with options builds a new one per call, which is most
+# of the cost of fingerprinting a dataset item by item.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
 
 def canonical_json(value: Any) -> str:
     """Deterministic JSON text (sorted keys, compact, non-ASCII kept) for hashing."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
+
+
+def _utf8(text: str) -> bytes:
+    # surrogatepass: a lone surrogate (a JSONL escape such as "\ud800") still hashes, stably.
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _sha(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return "sha256:" + hashlib.sha256(_utf8(text)).hexdigest()
 
 
 def item_key(input_: Any) -> str:
@@ -51,7 +60,7 @@ def dataset_fingerprint(items: Iterable[tuple[Any, Any]]) -> str:
     """Hash of (input, annotations) pairs in order."""
     h = hashlib.sha256()
     for input_, notes in items:
-        h.update(canonical_json([input_, notes]).encode("utf-8"))
+        h.update(_utf8(canonical_json([input_, notes])))
         h.update(b"\n")
     return "sha256:" + h.hexdigest()
 

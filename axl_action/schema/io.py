@@ -1,4 +1,15 @@
-"""Reading and writing results files (one result, or a JSON array of results)."""
+"""Reading and writing results files (one result, or a JSON array of results).
+
+Two readers, one parser (pydantic-core's, over the bytes):
+
+* :func:`load_result_file` validates the whole file into :class:`EvalResult` models: for code
+  that needs every field (reports, merge, rescore).
+* :func:`load_run_views` validates only what counting and comparing read, and builds
+  :class:`~axl_action.schema.view.RunView` columns from it (compare, gates).
+
+Both refuse what ``JSON.parse`` refuses (NaN, Infinity), nesting deeper than 200 levels, text
+that is not UTF-8, and accounting versions this reader does not know, each with one line.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +18,21 @@ import gc
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+import pydantic_core
+from pydantic import ConfigDict, StrictFloat, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from axl_action.errors import ResultFileError
+from axl_action.schema.accounting import KNOWN_ACCOUNTING_VERSIONS
 from axl_action.schema.base import WIRE
-from axl_action.schema.jsonio import dumps_js
-from axl_action.schema.result import EvalResult
+from axl_action.schema.jsonio import dumps_js_bytes
+from axl_action.schema.result import EvalResult, ItemOutcome, RunHeader, ScorerOutcome
+from axl_action.schema.view import RunView, item_columns
 
 _HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 
@@ -114,21 +129,61 @@ def _parse(data: Any, source: str) -> ResultFile:
         raise _explain(err, source, "") from None
 
 
-def parse_result_text(text: str, source: str = "<results>") -> ResultFile:
-    """Parse JSON text as a results file."""
+def _decode_json(raw: bytes, source: str) -> Any:
+    """Parse JSON bytes with pydantic-core (jiter); refuses NaN/Infinity like ``JSON.parse``."""
     try:
-        with gc_paused():
-            data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ResultFileError(
-            f"{source} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}",
-            hint=_HINT,
-        ) from None
+        return pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as err:
+        raise _json_error(str(err), source, raw) from None
+
+
+def _json_error(message: str, source: str, raw: bytes) -> ResultFileError:
+    """One line for JSON that does not parse, with what usually causes it."""
+    message = message.removeprefix("Invalid JSON: ")
+    hint = _HINT
+    if "recursion limit" in message:
+        message = f"nesting deeper than {_MAX_DEPTH} levels ({message})"
+        hint = "a results file never nests that deep; check what wrote it"
+    elif raw.lstrip()[:1] not in (b"{", b"["):
+        hint = "pass the results JSON written by `axl-eval --output`, not an eval file or other text"
+    elif b"NaN" in raw or b"Infinity" in raw:
+        hint = "NaN and Infinity are not JSON numbers; the writer must use null"
+    return ResultFileError(f"{source} is not valid JSON: {message}", hint=hint)
+
+
+# jiter's nesting limit; JSON.parse has none, but no results file comes near it.
+_MAX_DEPTH = 200
+
+
+def _check_versions(data: Any, source: str) -> None:
+    """Refuse accounting and schema versions this reader does not know (they could mean anything)."""
+    entries = data if isinstance(data, list) else [data]
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            return
+        where = f"[{i}]." if isinstance(data, list) else ""
+        accounting = entry.get("accounting")
+        if isinstance(accounting, dict) and "version" in accounting:
+            version = accounting["version"]
+            if version not in KNOWN_ACCOUNTING_VERSIONS:
+                raise ResultFileError(
+                    f"{source} is not a results file this version can read: at {where}accounting.version: "
+                    f"unknown accounting version {json.dumps(version)} (known: "
+                    f"{', '.join(map(str, KNOWN_ACCOUNTING_VERSIONS))})",
+                    hint="upgrade axl-eval-action, or compare files written by axl-eval 0.24 or older",
+                )
+
+
+def parse_result_text(text: str | bytes, source: str = "<results>") -> ResultFile:
+    """Parse JSON text as a results file."""
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    with gc_paused():
+        data = _decode_json(raw, source)
+    _check_versions(data, source)
     return parse_result_data(data, source)
 
 
-def load_result_file(path: str | os.PathLike[str]) -> ResultFile:
-    """Read and validate a results file; every problem is a ``ResultFileError``."""
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
     source = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -141,28 +196,162 @@ def load_result_file(path: str | os.PathLike[str]) -> ResultFile:
     except OSError as err:
         raise ResultFileError(f"cannot read {source}: {err.strerror}") from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ResultFileError(f"{source} is not UTF-8 text", hint=_HINT) from None
-    return parse_result_text(text, source)
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ResultFileError(
+            f"{source} is not UTF-8 text (byte {err.start} is {raw[err.start]:#04x})", hint=_HINT
+        ) from None
+    return raw
 
 
-def result_json(results: EvalResult | Sequence[EvalResult]) -> str:
-    """JSON text of one result (an object) or several (an array), as the TS CLI writes it."""
+def load_result_file(path: str | os.PathLike[str]) -> ResultFile:
+    """Read and validate a results file into models; every problem is a ``ResultFileError``."""
+    return parse_result_text(_read_bytes(path), str(path))
+
+
+# ---------------------------------------------------------------- run views
+
+
+class _LeanDetail(TypedDict, total=False):
+    """The fields of ``scoreDetails[name]`` that the columns read; the rest is skipped unbuilt."""
+
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    outcome: ScorerOutcome | None
+    score: StrictFloat | None
+    skipped: bool | None
+    duration: StrictFloat | None
+
+
+class _LeanItem(TypedDict, total=False):
+    """The item fields of :data:`~axl_action.schema.view.ITEM_FIELDS`, validated, in wire names."""
+
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    input: Any
+    error: str | None
+    outcome: ItemOutcome | None
+    failure: dict[str, Any] | None
+    scores: dict[str, StrictFloat | None]
+    scoreDetails: dict[str, _LeanDetail] | None
+    scorerErrors: list[str] | None
+    duration: StrictFloat | None
+    cost: StrictFloat | None
+    scorerCost: StrictFloat | None
+    unpriced: bool | None
+
+
+class _LeanResult(TypedDict, total=False):
+    """A result whose items are lean; every other key is kept for the header model."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    items: list[_LeanItem]
+
+
+_LEAN_ONE: TypeAdapter[_LeanResult] = TypeAdapter(_LeanResult)
+_LEAN_MANY: TypeAdapter[list[_LeanResult]] = TypeAdapter(list[_LeanResult])
+
+
+@dataclass(frozen=True)
+class ViewFile:
+    """A results file read as run views (for counting and comparing)."""
+
+    path: str
+    """Where it was read from (for messages)."""
+    runs: list[RunView]
+    """The runs, in file order."""
+    is_list: bool
+    """True when the file holds a JSON array."""
+
+
+def load_run_views(path: str | os.PathLike[str]) -> ViewFile:
+    """Read a results file straight into run views, building no object per item field.
+
+    One pass of pydantic-core over the bytes validates the fields the columns read (and the
+    header in full) and skips the rest unbuilt: outputs, annotations, traces, item metadata.
+    """
+    return parse_run_views(_read_bytes(path), str(path))
+
+
+def parse_run_views(raw: bytes, source: str = "<results>") -> ViewFile:
+    """:func:`load_run_views` over bytes already read."""
     with gc_paused():
-        if isinstance(results, EvalResult):
-            return dumps_js(results.to_wire())
-        return dumps_js([r.to_wire() for r in results])
+        return _parse_views(raw, source)
 
 
-def write_result_file(path: str | os.PathLike[str], results: EvalResult | Sequence[EvalResult]) -> Path:
-    """Write atomically (temp file + rename), so an interrupted write never leaves half a file."""
+def _parse_views(raw: bytes, source: str) -> ViewFile:
+    if b"NaN" in raw or b"Infinity" in raw:
+        _decode_json(raw, source)  # refuses real NaN/Infinity tokens; in strings they are fine
+    is_list = raw.lstrip()[:1] == b"["
+    try:
+        data: Any = (_LEAN_MANY if is_list else _LEAN_ONE).validate_json(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        if first["type"] == "json_invalid":
+            raise _json_error(str(first["msg"]), source, raw) from None
+        if first["type"] in ("dict_type", "model_type", "list_type") and len(first["loc"]) <= 1:
+            _decode_and_check(raw, source)
+        raise _explain(err, source, "") from None
+    _check_versions(data, source)
+    entries: list[Any] = data if is_list else [data]
+    if is_list and not entries:
+        raise ResultFileError(f"{source} holds an empty list of results", hint=_HINT)
+    runs = []
+    for i, entry in enumerate(entries):
+        where = f"entry [{i}]" if is_list else ""
+        _check_shape(entry, source, where)
+        items = entry.pop("items")
+        try:
+            header = RunHeader.model_validate(entry, context=WIRE)
+        except ValidationError as err:
+            raise _explain(err, source, f"[{i}]" if is_list else "") from None
+        runs.append(RunView(header=header, items=item_columns(items, header.scorer_names)))
+    return ViewFile(path=source, runs=runs, is_list=is_list)
+
+
+def _decode_and_check(raw: bytes, source: str) -> None:
+    """For a top level of the wrong shape: the usual shape message, naming what was found."""
+    data = _decode_json(raw, source)
+    for i, entry in enumerate(data if isinstance(data, list) else [data]):
+        _check_shape(entry, source, f"entry [{i}]" if isinstance(data, list) else "")
+
+
+Results = EvalResult | Mapping[str, Any] | Sequence[EvalResult | Mapping[str, Any]]
+
+
+def _wire(result: EvalResult | Mapping[str, Any]) -> Any:
+    return result.to_wire() if isinstance(result, EvalResult) else result
+
+
+def result_json_bytes(results: Results, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:
+    """UTF-8 JSON of one result (an object) or several (an array), as the TS CLI writes it.
+
+    Wire data (the runner's ordered dicts) is written as it is: no model is built to write it.
+    """
+    with gc_paused():
+        if isinstance(results, EvalResult | Mapping):
+            return dumps_js_bytes(_wire(results), on_replaced)
+        return dumps_js_bytes([_wire(r) for r in results], on_replaced)
+
+
+def result_json(results: Results) -> str:
+    """:func:`result_json_bytes` as text."""
+    return result_json_bytes(results).decode("utf-8")
+
+
+def write_result_file(
+    path: str | os.PathLike[str],
+    results: Results,
+    on_replaced: Callable[[list[str]], None] | None = None,
+) -> Path:
+    """Write atomically (temp file + rename), so an interrupted write never leaves half a file.
+
+    ``on_replaced`` hears the paths of text that held lone surrogates (written as U+FFFD).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = result_json(results)
+    text = result_json_bytes(results, on_replaced)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") as fh:
             fh.write(text)
         # mkstemp creates 0600; a results file is an ordinary shareable artifact.
         os.chmod(tmp, 0o644)

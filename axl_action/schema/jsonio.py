@@ -1,18 +1,80 @@
 """JSON text exactly as ``JSON.stringify(value, null, 2)`` writes it.
 
-Python's ``json`` module cannot be told how to format floats (``1.0``, ``5e-05``), so this is
-a small dedicated writer: integral doubles print as integers, other numbers follow JS
-``Number#toString``, NaN/Infinity become ``null``, non-ASCII stays as is.
+Two writers share one number rule (:func:`~axl_action.schema.numbers.js_number`):
+
+* Indented text (results files) comes from pydantic-core's Rust serializer, which already
+  escapes strings as ``JSON.stringify`` does and keeps key order; only its number spelling can
+  differ from JavaScript's (``1.0``, ``-0.0``, ``1e-6``, ``1e+16``). In indented output every
+  number that ends a line ends a value (a raw newline never occurs inside a JSON string), so
+  :data:`_ODD_NUMBER` finds exactly those tokens and they are respelled with ``js_number``.
+  Measured on a 20,000-item file (17 MB): 0.09 s, against 0.62 s for the Python walker below.
+* Compact text (keys, fingerprints, prompts: small values) comes from the Python walker, where
+  the end-of-line argument does not hold.
+
+Both write NaN/Infinity as ``null`` and keep non-ASCII as is. Text with a lone surrogate
+(``"\\ud800"``, from a JSONL escape or a model's output) cannot be UTF-8; :func:`dumps_js`
+replaces each with U+FFFD and reports where (``on_replaced``) instead of losing the file.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import pydantic_core
+
 from axl_action.schema.numbers import js_number
+
+# A number token that ends a line of indented output and that JavaScript spells differently:
+# integral (``1.0``) or in exponent form (``1e-6``, ``1.5e+16``). ``(?<= )`` is the space after
+# ``": "`` or the indentation before an array element.
+_ODD_NUMBER = re.compile(rb"(?<= )-?\d+(?:\.0|(?:\.\d+)?e[-+]?\d+)(?=,?$)", re.MULTILINE)
+
+
+def _respell(match: re.Match[bytes]) -> bytes:
+    return js_number(float(match.group())).encode("ascii")
+
+
+def _lone_surrogates(value: Any, path: str, found: list[str]) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD; ``found`` gets their paths."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            found.append(path or "(top level)")
+            # Through UTF-16: paired surrogates join into their character, lone ones become U+FFFD.
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = _lone_surrogates(k, path, found) if isinstance(k, str) else k
+            out[key] = _lone_surrogates(v, f"{path}.{key}" if path else str(key), found)
+        return out
+    if isinstance(value, list | tuple):
+        return [_lone_surrogates(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def dumps_js_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:
+    """UTF-8 ``JSON.stringify(value, null, 2)``; lone surrogates become U+FFFD (see module doc)."""
+    try:
+        raw = pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
+    except pydantic_core.PydanticSerializationError as err:
+        if "surrogates not allowed" not in str(err):
+            raise TypeError(str(err)) from None
+        found: list[str] = []
+        value = _lone_surrogates(value, "", found)
+        if on_replaced is not None:
+            on_replaced(found)
+        raw = pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
+    if raw[:1] not in (b"{", b"["):
+        return walk_js(value, indent=None).encode("utf-8")  # a scalar: no line to anchor on
+    return _ODD_NUMBER.sub(_respell, raw)
+
 
 # The C string encoder (ensure_ascii=False flavour): JSON.stringify escapes the same set.
 _encode_str = json.encoder.encode_basestring
@@ -26,6 +88,13 @@ def _number(x: float) -> str:
 
 def dumps_js(value: Any, indent: int | None = 2) -> str:
     """Serialise ``value`` (JSON-compatible Python data) the way JS ``JSON.stringify`` does."""
+    if indent == 2:
+        return dumps_js_bytes(value).decode("utf-8")
+    return walk_js(value, indent)
+
+
+def walk_js(value: Any, indent: int | None = 2) -> str:
+    """The Python writer: any indent, for small values (and the reference in tests)."""
     parts: list[str] = []
     append = parts.append
 

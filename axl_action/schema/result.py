@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from axl_action.schema.accounting import Accounting, EvalAccounting
 from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireModel
@@ -328,8 +328,12 @@ class DiagnosticManifest(WireModel):
     """When the artifact expires."""
 
 
-class EvalResult(CompleteWireModel):
-    """One eval run: the top-level object of a results file (runner spec §14.1)."""
+class RunHeader(CompleteWireModel):
+    """Everything of one eval run except its items: what a run view carries beside its columns.
+
+    :class:`EvalResult` is a ``RunHeader`` plus ``items``; a run read for comparison keeps only
+    this header and the columns of its items (:class:`~axl_action.schema.view.RunView`).
+    """
 
     id: str
     """Random UUID of the run."""
@@ -349,8 +353,6 @@ class EvalResult(CompleteWireModel):
     """Request-capture manifest, when capture was on."""
     duration: float = 0
     """Whole-run milliseconds, scoring included."""
-    items: list[EvalItem]
-    """Items in dataset order."""
     summary: EvalSummary
     """Run summary."""
 
@@ -369,3 +371,24 @@ class EvalResult(CompleteWireModel):
         """``metadata.scorerTypes`` (empty when the file has none)."""
         types = self.metadata.get("scorerTypes")
         return dict(types) if isinstance(types, dict) else {}
+
+
+class EvalResult(RunHeader):
+    """One eval run: the top-level object of a results file (runner spec §14.1)."""
+
+    items: list[EvalItem]
+    """Items in dataset order."""
+
+    @model_serializer(mode="wrap")
+    def _items_before_summary(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The wire order is ``..., duration, items, summary``; inheritance declares items last.
+        data: dict[str, Any] = handler(self)
+        if "summary" not in data or "items" not in data:
+            return data
+        ordered: dict[str, Any] = {}
+        for key, value in data.items():
+            if key != "summary":
+                ordered[key] = value
+            if key == "items":
+                ordered["summary"] = data["summary"]
+        return ordered

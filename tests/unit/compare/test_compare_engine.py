@@ -347,13 +347,12 @@ def test_wire_keys_follow_the_reference_order() -> None:
         ("math20-baseline-rescored-same.json", "math20-baseline.json"),
     ],
 )
-def test_lean_loading_gives_the_same_comparison_and_gates(base: str, cand: str, legacy_dir: Path) -> None:
+def test_view_loading_gives_the_same_comparison_and_gates(base: str, cand: str, legacy_dir: Path) -> None:
     from axl_action.compare.gates import GateOptions, evaluate_gates
-    from axl_action.compare.lean import load_for_compare
-    from axl_action.schema import load_result_file
+    from axl_action.schema import load_result_file, load_run_views
 
     full_b, full_c = load_result_file(legacy_dir / base).results, load_result_file(legacy_dir / cand).results
-    lean_b, lean_c = load_for_compare(legacy_dir / base).results, load_for_compare(legacy_dir / cand).results
+    lean_b, lean_c = load_run_views(legacy_dir / base).runs, load_run_views(legacy_dir / cand).runs
     full = compare_results(full_b, full_c, seeded())
     lean = compare_results(lean_b, lean_c, seeded())
     assert lean.to_wire() == full.to_wire()
@@ -364,19 +363,19 @@ def test_lean_loading_gives_the_same_comparison_and_gates(base: str, cand: str, 
     )
 
 
-def test_lean_loading_rejects_bad_items(tmp_path: object) -> None:
+def test_view_loading_rejects_bad_items(tmp_path: object) -> None:
     import json
     from pathlib import Path
 
-    from axl_action.compare.lean import load_for_compare
     from axl_action.errors import ResultFileError
+    from axl_action.schema import load_run_views as load_for_compare
 
     run = make_run([{"a": 1}])
     data = run.to_wire()
     data["items"][0]["scores"]["a"] = "high"
     path = Path(str(tmp_path)) / "bad.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ResultFileError, match=r"items\[0\]\.scores\.a is not a number"):
+    with pytest.raises(ResultFileError, match=r"at items\[0\]\.scores\.a: Input should be a valid number"):
         load_for_compare(path)
     path.write_text(json.dumps([data, 3]))
     with pytest.raises(ResultFileError):

@@ -8,6 +8,7 @@ import pytest
 
 from axl_action.evals import console
 from axl_action.evals.multirun import aggregate_runs
+from axl_action.schema import EvalAccounting, wire_view
 
 
 def stats(mean: float, scored: int = 10, failed: int = 0, skipped: int = 0) -> dict[str, Any]:
@@ -48,14 +49,14 @@ def test_table_layout() -> None:
         modelTiming={
             "openai:gpt-4o": {
                 "calls": 10,
-                "wireMs": {"mean": 910.4, "p95": 1000},
-                "queuedMs": {"mean": 37.5},
-                "retryMs": {"mean": 0},
+                "wireMs": {"mean": 910.4, "min": 1, "max": 1000, "p50": 900, "p95": 1000},
+                "queuedMs": {"mean": 37.5, "min": 0, "max": 40, "p50": 37, "p95": 40},
+                "retryMs": {"mean": 0, "min": 0, "max": 0, "p50": 0, "p95": 0},
                 "rateLimitRetries": 7,
             }
         },
     )
-    lines = console.format_table(r).split("\n")
+    lines = console.format_table(wire_view(r)).split("\n")
     assert lines[0] == "Eval: qa-bot x qa (100 items)"
     assert lines[1] == "  Scorer      Mean       Min       Max       p50       p95"
     assert lines[2] == "  " + "─" * 58
@@ -100,7 +101,7 @@ def test_cost_budget_coverage_and_causes_lines() -> None:
         + [{"outcome": "failed", "failure": {"name": "ProviderError", "provider": "openai", "status": 0}}]
         + [{"outcome": "failed", "failure": {"name": "ValueError"}}] * 2
     )
-    text = console.format_table(r)
+    text = console.format_table(wire_view(r))
     assert (
         "  Failures: 6/100 | Cost: $0.50 (incomplete: 2 unpriced_model, 1 usage_missing) | Duration: 12.3s"
         in text
@@ -115,18 +116,22 @@ def test_cost_budget_coverage_and_causes_lines() -> None:
 
 def test_open_budget_and_unverified_spend() -> None:
     assert (
-        console.format_budget_line({"budget": {"limit": 2, "status": "open", "knownSpend": 0.25}})
+        console.format_budget_line(
+            EvalAccounting.model_validate(
+                {"budget": {"limit": 2, "status": "open", "knownSpend": 0.25, "knownOvershoot": 0}}
+            )
+        )
         == "  Budget: $0.25 of $2.00 (open)"
     )
     legacy = result()
     del legacy["accounting"]
-    assert "Cost: $1.50 (unverified)" in console.format_table(legacy)
+    assert "Cost: $1.50 (unverified)" in console.format_table(wire_view(legacy))
 
 
 def test_scorer_errors_block_lists_five_distinct() -> None:
     r = result()
     r["items"] = [{"scorerErrors": [f"err {i}", "err 0"]} for i in range(7)] + [{}]
-    lines = console.format_table(r).split("\n")
+    lines = console.format_table(wire_view(r)).split("\n")
     at = lines.index("  Scorer errors (7/100 items affected):")
     assert lines[at + 1 : at + 7] == [f"    - err {i}" for i in range(5)] + ["    ... and 2 more"]
 
@@ -150,7 +155,7 @@ def test_gate_messages() -> None:
         "knownSpend": 0.012,
         "knownOvershoot": 0.002,
     }
-    assert console.budget_stop_message(stopped, "f.py") == (
+    assert console.budget_stop_message(wire_view(stopped).header, "f.py") == (
         "[axl-eval] BUDGET STOPPED: f.py — known spend $0.01 reached the $0.01 limit (over by $0.00). 3 case(s) never "
         "started, 1 stopped mid-flight, 5 completed. The run is incomplete by design; this is NOT a model or scorer failure."
     )
@@ -166,7 +171,7 @@ def test_gate_messages() -> None:
         }
     )
     exact["accounting"]["budget"] = {"limit": 1, "status": "closed", "knownSpend": 1, "knownOvershoot": 0}
-    assert console.budget_stop_message(exact, "f.py") is None
+    assert console.budget_stop_message(wire_view(exact).header, "f.py") is None
 
     wiped = result(
         count=3,
@@ -181,7 +186,7 @@ def test_gate_messages() -> None:
             }
         },
     )
-    assert console.wipeout_message(wiped, "f.py") == (
+    assert console.wipeout_message(wire_view(wiped).header, "f.py") == (
         "[axl-eval] FAILED: f.py — all 3 item(s) errored in the workflow (0 succeeded); the eval produced no scorable output."
     )
     cancelled = result(
@@ -197,12 +202,12 @@ def test_gate_messages() -> None:
             }
         },
     )
-    assert console.wipeout_message(cancelled, "f.py") is None
+    assert console.wipeout_message(wire_view(cancelled).header, "f.py") is None
 
     rate = result(
         itemErrorRate={"failed": 250, "attempted": 339, "rate": 250 / 339, "limit": 0.05, "exceeded": True}
     )
-    message = console.item_error_rate_message(rate, "f.py run 2/3")
+    message = console.item_error_rate_message(wire_view(rate).header, "f.py run 2/3")
     assert message is not None and message.startswith(
         "[axl-eval] ITEM ERROR RATE EXCEEDED: f.py run 2/3 — 250 of 339 attempted item(s) failed in the workflow "
         "(item error rate 73.7%), over the 5% limit;"
@@ -213,19 +218,19 @@ def test_gate_messages() -> None:
             {"scorer": "judge", "rate": 0.3, "limit": 0.25, "type": "llm", "scored": 7, "failed": 3},
         ]
     )
-    assert console.degraded_messages(degraded, "f.py") == [
+    assert console.degraded_messages(wire_view(degraded).header, "f.py") == [
         '[axl-eval] DEGRADED: f.py scorer "exact" (deterministic) failed 10.0% (1/10), over the deterministic zero-tolerance.',
         '[axl-eval] DEGRADED: f.py scorer "judge" (llm) failed 30.0% (3/10), over the 25.0% limit.',
     ]
     na = result(scorers={"na": stats(0, scored=0, skipped=4)})
-    assert console.fully_skipped_notes(na, "f.py")[0].startswith(
+    assert console.fully_skipped_notes(wire_view(na), "f.py")[0].startswith(
         '[axl-eval] NOTE: f.py scorer "na" was not applicable to any item (4 N/A, 0 scored)'
     )
 
 
 def test_control_characters_are_neutralised() -> None:
     r = result(scorers={"bad\x1b[2Jname": stats(1)})
-    assert "\x1b" not in console.format_table(r)
+    assert "\x1b" not in console.format_table(wire_view(r))
 
 
 @pytest.mark.parametrize(
@@ -291,7 +296,7 @@ def test_legacy_file_counts_come_from_the_duration_heuristic() -> None:
     fixture = Path(__file__).resolve().parents[2] / "fixtures" / "axl-eval-0.16.1" / "math20-baseline.json"
     data = json.loads(fixture.read_text())
     legacy = data if isinstance(data, dict) else data[0]
-    lines = console.format_table(legacy).split("\n")
+    lines = console.format_table(wire_view(legacy)).split("\n")
     bounded = next(line for line in lines if line.startswith("  bounded"))
     assert bounded.endswith("(15/19 scored, 4 failed)")
     assert any("Cost: $0.04 (unverified)" in line for line in lines)

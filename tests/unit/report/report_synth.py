@@ -18,6 +18,7 @@ from axl_action.schema import (
     compute_stats,
     parse_result_data,
     round3,
+    run_view,
 )
 
 WORDS = [
@@ -175,7 +176,7 @@ def build_result(
         },
     }
     result = parse_result_data(data).results[0]
-    coverage = compute_coverage(result.items, list(scorers))
+    coverage = compute_coverage(run_view(result).items, list(scorers))
     data["summary"]["coverage"] = coverage.to_wire()
     return parse_result_data(data).results[0]
 

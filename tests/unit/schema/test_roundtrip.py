@@ -16,6 +16,7 @@ from axl_action.schema import (
     load_result_file,
     read_accounting,
     result_json,
+    run_view,
     write_result_file,
 )
 
@@ -54,7 +55,7 @@ def test_legacy_file_reads_with_legacy_rules(legacy_dir: Path) -> None:
     assert acc.completeness == "unverified"
     assert acc.known_cost == result.total_cost
     assert acc.scope == "run"
-    cov = coverage_of(result)
+    cov = coverage_of(run_view(result))
     # legacy "Budget exceeded" stubs have no outcome and read as failed
     stubs = sum(1 for i in result.items if i.error == "Budget exceeded")
     assert stubs > 0

@@ -1,0 +1,496 @@
+"""``RunView``: one run as columns, the one shape that everything which counts or compares reads.
+
+A results file lives as pydantic models (the documented schema, for reading, validating and
+writing) and, inside the runner, as the ordered wire data it is about to write. Counting and
+comparing need only a handful of facts per item, so a run is read once into columns here and
+each rule is written once, over those columns:
+
+* coverage (items per outcome, scorer details per outcome; runner spec §6.3, compare §0.3
+  ``buildCoverage``), legacy items included;
+* ``scorerCounts`` (scored / failed / skipped, compare spec §0.3), with the pre-0.24 heuristic;
+* the item error rate (runner spec §10.1) and degraded scorers (§10.2);
+* per-scorer stats and item timing (§4.4, §12).
+
+Every source goes through the same extraction (:func:`item_columns`, over wire-shaped item
+mappings): the runner's in-memory items, a results file's items as ``schema.io`` reads them,
+and a model's items (:func:`run_view` dumps just the fields the columns need).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from axl_action.schema.fingerprint import item_key
+from axl_action.schema.numbers import compute_stats
+from axl_action.schema.result import (
+    ITEM_OUTCOMES,
+    SCORER_OUTCOMES,
+    Coverage,
+    EvalResult,
+    ItemCoverage,
+    ItemErrorRate,
+    RunHeader,
+    ScorerCoverage,
+)
+
+F64 = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+Codes = npt.NDArray[np.int8]
+
+#: Code of an absent outcome, and of an outcome string this version does not know.
+NO_OUTCOME = -1
+UNKNOWN_OUTCOME = -2
+ITEM_CODE = {name: code for code, name in enumerate(ITEM_OUTCOMES)}
+SCORER_CODE = {name: code for code, name in enumerate(SCORER_OUTCOMES)}
+_FAILED = ITEM_CODE["failed"]
+_COMPLETED = ITEM_CODE["completed"]
+
+#: ``scorerCounts`` buckets (compare spec §0.3).
+SCORED, FAILED, SKIPPED = 0, 1, 2
+_SAMPLE_OF_OUTCOME = {"scored": SCORED, "failed": FAILED, "skipped": SKIPPED}
+
+#: The item fields the columns are read from (wire names), for dumping only those of a model.
+ITEM_FIELDS = frozenset(
+    {
+        "input",
+        "error",
+        "outcome",
+        "failure",
+        "scores",
+        "score_details",
+        "scorer_errors",
+        "duration",
+        "cost",
+        "scorer_cost",
+        "unpriced",
+    }
+)
+
+
+@dataclass(frozen=True, eq=False)
+class SampleCounts:
+    """``scorerCounts`` of one scorer over one or more runs (compare spec §0.3)."""
+
+    scored: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+    def __add__(self, other: SampleCounts) -> SampleCounts:
+        return SampleCounts(
+            self.scored + other.scored, self.failed + other.failed, self.skipped + other.skipped
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ScorerColumn:
+    """One scorer's facts per item."""
+
+    score: F64
+    """``scores[name]``; NaN where it is null or absent."""
+    outcome: Codes
+    """``scoreDetails[name].outcome`` as a ``SCORER_OUTCOMES`` index; -1 absent, -2 unknown."""
+    sample: Codes
+    """``scorerCounts`` bucket (``SCORED``/``FAILED``/``SKIPPED``), -1 for none; errored items -1."""
+
+
+@dataclass(frozen=True, eq=False)
+class ItemColumns:
+    """Per-item facts of one run, index = item position in the run."""
+
+    inputs: list[Any]
+    """Each item's ``input`` (item keys, pairing, and the quotes of item-level changes)."""
+    errors: list[str | None]
+    """Each item's ``error`` when truthy, else None."""
+    outcome: Codes
+    """``outcome`` as an ``ITEM_OUTCOMES`` index; -1 absent (legacy), -2 unknown."""
+    errored: Bools
+    """The item has a truthy ``error`` (it did not run to completion)."""
+    duration: F64
+    """Workflow milliseconds; NaN where absent."""
+    cost: F64
+    """Generation cost; NaN where absent."""
+    scorer_cost: F64
+    """Judging cost; NaN where absent."""
+    unpriced: Bools
+    """``unpriced: true``."""
+    failures: dict[int, Mapping[str, Any]]
+    """The ``failure`` record of each item that has one, by index."""
+    scorer_errors: dict[int, list[str]]
+    """``scorerErrors`` of each item that has any, by index."""
+    scorers: dict[str, ScorerColumn]
+    """Columns per scorer, in scorer order."""
+
+    @property
+    def size(self) -> int:
+        return len(self.errored)
+
+    @cached_property
+    def keys(self) -> list[str]:
+        """Stable item keys (``id:<id>`` or a hash of the input)."""
+        return [item_key(i) for i in self.inputs]
+
+    def column(self, name: str) -> ScorerColumn:
+        """The scorer's column; all-absent for a scorer this run does not have."""
+        found = self.scorers.get(name)
+        if found is not None:
+            return found
+        n = self.size
+        none = np.full(n, NO_OUTCOME, dtype=np.int8)
+        return ScorerColumn(score=np.full(n, np.nan), outcome=none, sample=none)
+
+    def stopped_how(self, index: int) -> str:
+        """The item's outcome, or its error for a legacy item (as messages quote it)."""
+        code = int(self.outcome[index])
+        if code >= 0:
+            return ITEM_OUTCOMES[code]
+        return str(self.errors[index])
+
+
+@dataclass(frozen=True, eq=False)
+class RunView:
+    """One run: its header (everything but the items) and its item columns."""
+
+    header: RunHeader
+    items: ItemColumns
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def size(self) -> int:
+        return self.items.size
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+
+
+def item_columns(items: Sequence[Mapping[str, Any]], names: Sequence[str]) -> ItemColumns:
+    """Read wire-shaped items (camelCase keys, as written) into columns, once.
+
+    Values are taken as they are: the runner built them, and a file's items were validated
+    by the reader (``schema.io``) before they reach here.
+    """
+    n = len(items)
+    inputs: list[Any] = [None] * n
+    errors: list[str | None] = [None] * n
+    outcome = [NO_OUTCOME] * n
+    duration = [math.nan] * n
+    cost = [math.nan] * n
+    scorer_cost = [math.nan] * n
+    unpriced = [False] * n
+    failures: dict[int, Mapping[str, Any]] = {}
+    scorer_errors: dict[int, list[str]] = {}
+    per_scorer = [(name, [math.nan] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names]
+    for i, item in enumerate(items):
+        inputs[i] = item.get("input")
+        error = item.get("error")
+        if error:
+            errors[i] = error
+        raw_outcome = item.get("outcome")
+        if raw_outcome is not None:
+            outcome[i] = ITEM_CODE.get(raw_outcome, UNKNOWN_OUTCOME)
+        if "duration" in item:
+            duration[i] = _number(item["duration"])
+        if "cost" in item:
+            cost[i] = _number(item["cost"])
+        if "scorerCost" in item:
+            scorer_cost[i] = _number(item["scorerCost"])
+        if item.get("unpriced") is True:
+            unpriced[i] = True
+        failure = item.get("failure")
+        if failure:
+            failures[i] = failure
+        messages = item.get("scorerErrors")
+        if messages:
+            scorer_errors[i] = messages
+        scores = item.get("scores") or {}
+        details = item.get("scoreDetails") or {}
+        for name, score_col, outcome_col, sample_col in per_scorer:
+            score = scores.get(name)
+            if score is not None:
+                score_col[i] = score
+            detail = details.get(name)
+            explicit = detail.get("outcome") if detail is not None else None
+            if explicit is not None:
+                outcome_col[i] = SCORER_CODE.get(explicit, UNKNOWN_OUTCOME)
+            if error:
+                continue
+            sample_col[i] = _sample_bucket(explicit, score, detail)
+    return ItemColumns(
+        inputs=inputs,
+        errors=errors,
+        outcome=np.array(outcome, dtype=np.int8),
+        errored=np.array([e is not None for e in errors], dtype=np.bool_),
+        duration=np.array(duration, dtype=np.float64),
+        cost=np.array(cost, dtype=np.float64),
+        scorer_cost=np.array(scorer_cost, dtype=np.float64),
+        unpriced=np.array(unpriced, dtype=np.bool_),
+        failures=failures,
+        scorer_errors=scorer_errors,
+        scorers={
+            name: ScorerColumn(
+                score=np.array(s, dtype=np.float64),
+                outcome=np.array(o, dtype=np.int8),
+                sample=np.array(b, dtype=np.int8),
+            )
+            for name, s, o, b in per_scorer
+        },
+    )
+
+
+def _sample_bucket(explicit: str | None, score: Any, detail: Mapping[str, Any] | None) -> int:
+    """``scorerCounts`` for one item that has no error (compare spec §0.3).
+
+    An explicit outcome is authoritative; only a pre-0.24 item without one falls back to the
+    heuristic: a non-null ``scores[name]`` is scored (also without any ``scoreDetails``), then
+    ``skipped: true`` is skipped, then a ``duration`` means the scorer ran and failed.
+    """
+    if explicit is not None:
+        return _SAMPLE_OF_OUTCOME.get(explicit, NO_OUTCOME)
+    if score is not None:
+        return SCORED
+    if detail is None:
+        return NO_OUTCOME
+    if detail.get("skipped") is True:
+        return SKIPPED
+    if detail.get("duration") is not None:
+        return FAILED
+    return NO_OUTCOME
+
+
+def run_view(result: EvalResult) -> RunView:
+    """The view of a result model (its items dumped to wire shape, only the fields read)."""
+    if not result.items:
+        return RunView(header=result, items=item_columns([], result.scorer_names))
+    wire = result.model_dump(
+        by_alias=True, exclude_unset=True, include={"items": {"__all__": set(ITEM_FIELDS)}}
+    )
+    return RunView(header=result, items=item_columns(wire["items"], result.scorer_names))
+
+
+def wire_view(wire: Mapping[str, Any], items: ItemColumns | None = None) -> RunView:
+    """The view of a result held as wire data (the runner's or rescore's output, before writing).
+
+    ``items``: columns already read from ``wire["items"]`` (the runner builds them once for
+    its summary and passes them on).
+    """
+    from axl_action.schema.base import WIRE
+
+    header = RunHeader.model_validate({k: v for k, v in wire.items() if k != "items"}, context=WIRE)
+    if items is None:
+        items = item_columns(wire.get("items") or [], header.scorer_names)
+    return RunView(header=header, items=items)
+
+
+# ---------------------------------------------------------------- the counting rules
+
+
+def item_buckets(items: ItemColumns) -> Codes:
+    """Coverage bucket per item: its outcome, or for a legacy item failed/completed by ``error``.
+
+    A legacy ``"Budget exceeded"`` or ``"Cancelled"`` stub has no outcome and so reads as
+    failed: that is the reference reader's rule, kept on purpose. Unknown outcomes: -2.
+    """
+    derived = np.where(items.errored, np.int8(_FAILED), np.int8(_COMPLETED)).astype(np.int8)
+    return np.where(items.outcome == NO_OUTCOME, derived, items.outcome).astype(np.int8)
+
+
+def item_coverage(items: ItemColumns) -> ItemCoverage:
+    """Items per outcome (every key, zeros included)."""
+    buckets = item_buckets(items)
+    counts = np.bincount(buckets[buckets >= 0], minlength=len(ITEM_OUTCOMES))
+    return ItemCoverage(**{name: int(counts[code]) for code, name in enumerate(ITEM_OUTCOMES)})
+
+
+def scorer_coverage(items: ItemColumns, name: str) -> ScorerCoverage:
+    """One scorer's details per *explicit* outcome (legacy details have none to count)."""
+    codes = items.column(name).outcome
+    counts = np.bincount(codes[codes >= 0], minlength=len(SCORER_OUTCOMES))
+    return ScorerCoverage(**{o: int(counts[code]) for code, o in enumerate(SCORER_OUTCOMES)})
+
+
+def compute_coverage(items: ItemColumns, scorer_names: Sequence[str]) -> Coverage:
+    """``summary.coverage`` computed from the items (runner spec §6.3)."""
+    return Coverage(
+        items=item_coverage(items),
+        scorers={name: scorer_coverage(items, name) for name in scorer_names},
+    )
+
+
+def coverage_of(view: RunView) -> Coverage:
+    """The run's coverage: as written, or for a legacy file derived from its items."""
+    if view.header.summary.coverage is not None:
+        return view.header.summary.coverage
+    return compute_coverage(view.items, view.header.scorer_names)
+
+
+def sample_counts(items: ItemColumns, name: str) -> SampleCounts:
+    """``scorerCounts(items, name)`` (compare spec §0.3)."""
+    buckets = items.column(name).sample
+    counts = np.bincount(buckets[buckets >= 0], minlength=3)
+    return SampleCounts(int(counts[SCORED]), int(counts[FAILED]), int(counts[SKIPPED]))
+
+
+def scorer_values(items: ItemColumns, name: str) -> F64:
+    """The non-null scores of items without an error, in item order (what stats are over)."""
+    score = items.column(name).score
+    kept: F64 = score[~items.errored & ~np.isnan(score)]
+    return kept
+
+
+def scorer_stats(items: ItemColumns, name: str) -> dict[str, Any]:
+    """``summary.scorers[name]`` in wire order: stats over the scores, then the counts."""
+    counts = sample_counts(items, name)
+    return {
+        **compute_stats(scorer_values(items, name).tolist()),
+        "scored": counts.scored,
+        "failed": counts.failed,
+        "skipped": counts.skipped,
+    }
+
+
+def timing_stats(items: ItemColumns) -> dict[str, float] | None:
+    """``summary.timing``: stats of the durations of items without an error, or None."""
+    d = items.duration[~items.errored]
+    d = d[~np.isnan(d)]
+    return compute_stats(d.tolist()) if len(d) else None
+
+
+def evaluate_item_error_rate(items: ItemCoverage, count: int, limit: float) -> ItemErrorRate:
+    """Item error rate over attempted items; exceeded is strict (runner spec §10.1)."""
+    attempted = count - items.cancelled - items.budget_skipped - items.budget_interrupted
+    rate = items.failed / attempted if attempted > 0 else 0.0
+    return ItemErrorRate(
+        failed=items.failed,
+        attempted=attempted,
+        rate=rate,
+        limit=limit,
+        exceeded=attempted > 0 and rate > limit,
+    )
+
+
+def item_error_rate(view: RunView, limit: float) -> ItemErrorRate:
+    """The item error rate of a run, over its coverage (derived for a legacy file)."""
+    return evaluate_item_error_rate(coverage_of(view).items, view.header.summary.count, limit)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Result of :func:`evaluate_scorer_tolerance`."""
+
+    attempted: int
+    """scored + failed."""
+    rate: float
+    """failed / attempted (0 when nothing was attempted)."""
+    exceeds: bool
+    """Deterministic: any failure; LLM: rate > limit. Never true with zero attempts."""
+    zero_sample: bool
+    """Nothing was attempted, so the rate says nothing."""
+
+
+def evaluate_scorer_tolerance(
+    scored: int, failed: int, type_: Literal["llm", "deterministic"] | str, limit: float
+) -> Tolerance:
+    """Scorer degradation check (runner spec §10.2)."""
+    attempted = scored + failed
+    rate = failed / attempted if attempted > 0 else 0.0
+    if attempted == 0:
+        exceeds = False
+    elif type_ == "deterministic":
+        exceeds = failed > 0
+    else:
+        exceeds = rate > limit
+    return Tolerance(attempted=attempted, rate=rate, exceeds=exceeds, zero_sample=attempted == 0)
+
+
+def degraded_scorers(
+    items: ItemColumns, scorer_types: Mapping[str, str], limit: float
+) -> list[dict[str, Any]]:
+    """``summary.degraded`` entries (runner spec §10.2): scorers over their error tolerance."""
+    out: list[dict[str, Any]] = []
+    for name, kind in scorer_types.items():
+        counts = sample_counts(items, name)
+        tolerance = 0.0 if kind == "deterministic" else limit
+        verdict = evaluate_scorer_tolerance(counts.scored, counts.failed, kind, tolerance)
+        if verdict.exceeds:
+            out.append(
+                {
+                    "scorer": name,
+                    "rate": verdict.rate,
+                    "limit": 0 if kind == "deterministic" else limit,
+                    "type": "deterministic" if kind == "deterministic" else "llm",
+                    "scored": counts.scored,
+                    "failed": counts.failed,
+                }
+            )
+    return out
+
+
+def build_summary(
+    items: ItemColumns,
+    scorer_types: Mapping[str, str],
+    *,
+    model_timing: Mapping[str, Any] | None = None,
+    timing: Mapping[str, Any] | Literal["items"] | None = "items",
+    item_error_limit: float | None = None,
+    scorer_error_limit: float | None = None,
+) -> dict[str, Any]:
+    """``EvalSummary`` in wire order (runner spec §14.4), for the runner, rescore and merge.
+
+    ``timing="items"`` computes item timing from the durations; a rescore passes its source's
+    (no generation ran). The gate entries appear only when their limit is given: ``degraded``
+    when a scorer is over ``scorer_error_limit``, ``itemErrorRate`` when an item failed.
+    """
+    names = list(scorer_types)
+    cov = compute_coverage(items, names)
+    count = items.size
+    summary: dict[str, Any] = {
+        "count": count,
+        "failures": int(items.errored.sum()),
+        "coverage": cov.to_wire(),
+        "scorers": {name: scorer_stats(items, name) for name in names},
+    }
+    item_timing = timing_stats(items) if timing == "items" else timing
+    if item_timing:
+        summary["timing"] = dict(item_timing)
+    if model_timing:
+        summary["modelTiming"] = dict(model_timing)
+    if scorer_error_limit is not None:
+        degraded = degraded_scorers(items, scorer_types, scorer_error_limit)
+        if degraded:
+            summary["degraded"] = degraded
+    if item_error_limit is not None:
+        rate = evaluate_item_error_rate(cov.items, count, item_error_limit)
+        if rate.failed > 0:
+            summary["itemErrorRate"] = rate.to_wire()
+    return summary
+
+
+Run = EvalResult | RunView
+Side = Run | Sequence[Run]
+
+
+def as_view(run: Run) -> RunView:
+    """A view as it is, or the view of a model."""
+    return run if isinstance(run, RunView) else run_view(run)
+
+
+def header_of(run: Run) -> RunHeader:
+    """The header of a view, or the model itself (an ``EvalResult`` is a ``RunHeader``)."""
+    return run.header if isinstance(run, RunView) else run
+
+
+def as_views(side: Side) -> list[RunView]:
+    """One run or a list of runs (models or views) as a list of views."""
+    if isinstance(side, EvalResult | RunView):
+        return [as_view(side)]
+    return [as_view(r) for r in side]

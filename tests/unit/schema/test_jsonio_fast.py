@@ -1,0 +1,59 @@
+"""The fast indented writer spells every value exactly as the reference walker does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from axl_action.schema.jsonio import dumps_js_bytes, walk_js
+
+FIXTURES = Path(__file__).parent.parent.parent / "fixtures"
+
+_ODD_FLOATS = st.sampled_from(
+    [
+        1.0,
+        -0.0,
+        0.0,
+        1e-7,
+        1.5e-6,
+        1.2e-5,
+        1e-4,
+        3e16,
+        1e21,
+        2.5e300,
+        5e-324,
+        2.0**53,
+        123456789012345680000.0,
+    ]
+)
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12) | st.sampled_from(
+    ['": 1.0', "1.0", "x\n1e+16", " 1.0,", "\u2028\x7f\x1f"]
+)
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | _ODD_FLOATS | _TEXT
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON)
+def test_fast_writer_equals_walker(value: object) -> None:
+    assert dumps_js_bytes(value).decode("utf-8") == walk_js(value, 2)
+
+
+def test_fast_writer_round_trips_every_fixture_byte_for_byte() -> None:
+    for path in [*(FIXTURES / "axl-eval-0.16.1").glob("*.json"), FIXTURES / "spec-0.24-example.json"]:
+        text = path.read_text(encoding="utf-8")
+        assert dumps_js_bytes(json.loads(text)).decode("utf-8") == text.rstrip("\n"), path.name
+
+
+def test_lone_surrogates_become_replacement_characters_and_are_reported() -> None:
+    seen: list[list[str]] = []
+    out = dumps_js_bytes({"items": [{"output": "x \ud800"}], "ok": "\U0001f600"}, seen.append)
+    assert json.loads(out) == {"items": [{"output": "x \ufffd"}], "ok": "\U0001f600"}
+    assert seen == [["items[0].output"]]
