@@ -210,10 +210,11 @@ class Scope:
     """One accounting scope (created by :func:`track`)."""
 
     __slots__ = (
+        "_ledger",
         "admission",
         "capture",
         "correlation",
-        "ledger",
+        "keep_samples",
         "open_ops",
         "parent",
         "purpose",
@@ -234,8 +235,19 @@ class Scope:
         self.capture = capture
         # Shared with the parent when unchanged: treated as immutable.
         self.correlation = correlation
-        self.ledger = _Ledger(keep_samples)
+        self.keep_samples = keep_samples
+        # Created by the first operation: most scopes (deterministic scorers, workflows that
+        # make no call) measure nothing, and a ledger is a dozen dicts.
+        self._ledger: _Ledger | None = None
         self.open_ops: set[Operation] = set()
+
+    @property
+    def ledger(self) -> _Ledger:
+        """The scope's ledger (created on first use; callers hold ``_LOCK``)."""
+        ledger = self._ledger
+        if ledger is None:
+            ledger = self._ledger = _Ledger(self.keep_samples)
+        return ledger
 
     def chain(self) -> tuple[Scope, ...]:
         out: list[Scope] = []
@@ -445,9 +457,9 @@ class TrackResult(Generic[T]):
     def accounting(self) -> dict[str, Any]:
         """The scope's core ``Accounting`` record (wire form, spec §7.1); a fresh dict."""
         if self._accounting is None:
-            assert self._ledger is not None
             with _LOCK:
-                self._accounting = self._ledger.record()
+                ledger = self._ledger if self._ledger is not None else _Ledger(False)
+                self._accounting = ledger.record()
         return self._accounting
 
     @property
@@ -553,4 +565,4 @@ def track(
             with _LOCK:
                 for op in list(scope.open_ops):
                     op._unknown_locked("abandoned", None)
-    return TrackResult(status, value, error, scope.ledger)
+    return TrackResult(status, value, error, scope._ledger)

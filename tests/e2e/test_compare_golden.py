@@ -38,11 +38,7 @@ def _dataset(path: Path) -> str:
     return str((data[0] if isinstance(data, list) else data)["dataset"])
 
 
-PAIRS = [
-    (b, c)
-    for b, c in itertools.product(FIXTURES, FIXTURES)
-    if _dataset(b) == _dataset(c)
-]
+PAIRS = [(b, c) for b, c in itertools.product(FIXTURES, FIXTURES) if _dataset(b) == _dataset(c)]
 
 
 def _case_id(b: Path, c: Path, flags: str) -> str:
