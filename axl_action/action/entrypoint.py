@@ -97,10 +97,15 @@ def run(env: Mapping[str, str]) -> int:
         commands.warning(
             "github-token is empty: no baseline lookup and no PR comment.", title="No GitHub token"
         )
+
+    # One clock for every time the action shows or stamps (baseline age, report, artifact expiry).
+    def clock() -> datetime:
+        return datetime.now(UTC)
+
     uploader: ArtifactUploader | None = None
     if context.artifacts_supported:
         try:
-            uploader = ArtifactUploader.from_env(env)
+            uploader = ArtifactUploader.from_env(env, clock=clock, on_secret=commands.add_mask)
         except AxlError as err:
             commands.warning(str(err), title="Artifacts unavailable")
     else:
@@ -117,7 +122,7 @@ def run(env: Mapping[str, str]) -> int:
             github=github,
             uploader=uploader,
             commands=commands,
-            clock=lambda: datetime.now(UTC),
+            clock=clock,
             run_evals=run_evals,
             workdir=workdir,
             scratch=scratch,

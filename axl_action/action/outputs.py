@@ -43,10 +43,10 @@ class ActionOutputs(BaseModel):
     """Share of items whose workflow errored."""
 
     results_path: str = ""
-    """Results JSON produced or used."""
+    """Workspace-relative path of a copy of the results JSON (``action.workspace_files``)."""
 
     report_path: str = ""
-    """HTML report path."""
+    """Workspace-relative path of the HTML report."""
 
     comment_url: str = ""
     """URL of the sticky comment."""
