@@ -1,0 +1,62 @@
+"""Results files the readers refuse: one line naming the file and the problem, exit 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from axl_action.cli.main import main
+from axl_action.errors import ResultFileError
+from axl_action.schema import load_result_file, load_run_views
+
+FIXTURE = Path(__file__).parent.parent.parent / "fixtures" / "axl-eval-0.16.1" / "tiny3-baseline.json"
+
+
+def _variant(tmp_path: Path, name: str, raw: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(raw)
+    return path
+
+
+CASES = {
+    "nan": (lambda: FIXTURE.read_bytes().replace(b'"duration": ', b'"duration": NaN, "x": ', 1), "NaN"),
+    "infinity": (
+        lambda: FIXTURE.read_bytes().replace(b'"duration": ', b'"duration": -Infinity, "x": ', 1),
+        "NaN",
+    ),
+    "deep": (lambda: b'{"items": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nesting deeper than 200 levels"),
+    "latin1": (lambda: FIXTURE.read_bytes().replace(b'"tiny-3"', b'"tiny-\xe9"', 1), "not UTF-8 text"),
+    "python": (lambda: b"from axl_action import define_eval\n", "not an eval file"),
+    "accounting": (
+        lambda: json.dumps(
+            {**json.loads(FIXTURE.read_text()), "accounting": {"version": 99, "knownCost": 0}}
+        ).encode(),
+        "unknown accounting version 99",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("reader", [load_result_file, load_run_views])
+def test_reader_refuses_with_one_clear_line(case: str, reader: Any, tmp_path: Path) -> None:
+    make, expected = CASES[case]
+    path = _variant(tmp_path, f"{case}.json", make())
+    with pytest.raises(ResultFileError) as info:
+        reader(path)
+    text = f"{info.value} {info.value.hint or ''}"
+    assert str(path) in str(info.value)
+    assert expected in text
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_compare_exits_1_without_a_traceback(case: str, tmp_path: Path, capsys: Any) -> None:
+    make, expected = CASES[case]
+    bad = _variant(tmp_path, f"{case}.json", make())
+    code = main(["compare", str(FIXTURE), str(bad)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Traceback" not in err
+    assert expected in err
