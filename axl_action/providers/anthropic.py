@@ -13,6 +13,7 @@ from axl_action.providers.base import (
     dig,
     number,
     require_env,
+    transport_from_env,
     with_options,
 )
 from axl_action.providers.transport import HttpTransport
@@ -90,5 +91,7 @@ def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> 
     """Build from ``ANTHROPIC_API_KEY`` and optional ``ANTHROPIC_BASE_URL``."""
     key = require_env(env, "ANTHROPIC_API_KEY", provider="anthropic")
     return AnthropicProvider(
-        api_key=key, base_url=base_url_from(env, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL), transport=transport
+        api_key=key,
+        base_url=base_url_from(env, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
+        transport=transport or transport_from_env(env, "anthropic", key),
     )

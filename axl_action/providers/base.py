@@ -7,6 +7,7 @@ so each wire format is unit-testable without a socket.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,9 +17,12 @@ from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.redact import register_secret
 from axl_action.providers.transport import HttpTransport
 from axl_action.providers.types import ChatRequest, ChatResponse, TokenUsage
+from axl_action.providers.wire import DEFAULT_MAX_BODY_BYTES
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds allowed per HTTP attempt when a request sets no timeout."""
+MAX_RESPONSE_ENV = "AXL_EVAL_MAX_RESPONSE_BYTES"
+"""Environment variable with the response body cap in bytes (default 32 MiB)."""
 
 
 @runtime_checkable
@@ -63,6 +67,31 @@ def require_env(env: Mapping[str, str], *names: str, provider: str) -> str:
         f"The {provider} provider needs an API key but {wanted} is not set",
         hint=f"set {names[0]} in the environment, e.g. from a repository secret",
     )
+
+
+def response_limit_from(env: Mapping[str, str]) -> int:
+    """The response body cap from ``AXL_EVAL_MAX_RESPONSE_BYTES`` (a positive number of bytes,
+    optionally with a ``KiB``/``MiB`` suffix), else 32 MiB; anything else is a clear error."""
+    raw = env.get(MAX_RESPONSE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BODY_BYTES
+    match = re.fullmatch(r"(\d+)\s*(KiB|MiB)?", raw, flags=re.IGNORECASE)
+    value = (
+        int(match.group(1)) * {"": 1, "kib": 1 << 10, "mib": 1 << 20}[(match.group(2) or "").lower()]
+        if match
+        else 0
+    )
+    if value <= 0:
+        raise ProviderConfigError(
+            f"{MAX_RESPONSE_ENV}={raw!r} is not a size",
+            hint="give a positive number of bytes, e.g. 67108864 or 64MiB (the default is 32MiB)",
+        )
+    return value
+
+
+def transport_from_env(env: Mapping[str, str], provider: str, api_key: str) -> HttpTransport:
+    """The transport of a built-in provider configured from the environment."""
+    return HttpTransport(provider, secrets=(api_key,), max_response_bytes=response_limit_from(env))
 
 
 def base_url_from(env: Mapping[str, str], name: str, default: str) -> str:
@@ -172,6 +201,7 @@ def usable_cost(value: Any) -> float | None:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "MAX_RESPONSE_ENV",
     "HttpProvider",
     "MalformedResponseError",
     "ParsedReply",
@@ -180,6 +210,8 @@ __all__ = [
     "dig",
     "number",
     "require_env",
+    "response_limit_from",
+    "transport_from_env",
     "usable_cost",
     "with_options",
 ]

@@ -9,11 +9,16 @@ admission before every HTTP attempt, then settled exactly once:
 * no usage                          -> ``unknown("usage_missing")``
 * failure after dispatch            -> ``unknown("usage_missing")``, error re-raised
 * admission refused                 -> the operation already retracted/settled itself
+
+The completion text is redacted here, by the one rule (``axl_action.redaction``), before the
+workflow or judge sees it: a model that echoes a key therefore echoes ``[REDACTED]`` into the
+output, the report and the sidecar alike (one rule for every copy of the text).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,6 +29,7 @@ from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.pricing import PricingTable
 from axl_action.providers.registry import ProviderRegistry, default_registry, parse_model_uri
 from axl_action.providers.types import ChatMessage, ChatRequest, ChatResponse
+from axl_action.redaction import redact
 from axl_action.runtime.scope import Operation, current_scope, is_admission_denial, open_operation
 
 MessageLike = ChatMessage | Mapping[str, Any]
@@ -147,7 +153,8 @@ def chat(
     settle(op, model_uri, response, table)
     op.record_timing(model_uri, response.timing)
     _capture(op, runtime, provider_name, model, response.exchange, None)
-    return response
+    safe = redact(response.text)
+    return response if safe is response.text else dataclasses.replace(response, text=safe)
 
 
 def settle(op: Operation, model_uri: str, response: ChatResponse, table: PricingTable) -> None:

@@ -14,6 +14,7 @@ from axl_action.providers.base import (
     dig,
     number,
     require_env,
+    transport_from_env,
     with_options,
 )
 from axl_action.providers.transport import HttpTransport
@@ -102,5 +103,7 @@ def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> 
     """Build from ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) and optional ``GOOGLE_BASE_URL``."""
     key = require_env(env, "GOOGLE_API_KEY", "GEMINI_API_KEY", provider="google")
     return GoogleProvider(
-        api_key=key, base_url=base_url_from(env, "GOOGLE_BASE_URL", DEFAULT_BASE_URL), transport=transport
+        api_key=key,
+        base_url=base_url_from(env, "GOOGLE_BASE_URL", DEFAULT_BASE_URL),
+        transport=transport or transport_from_env(env, "google", key),
     )

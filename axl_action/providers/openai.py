@@ -13,6 +13,7 @@ from axl_action.providers.base import (
     dig,
     number,
     require_env,
+    transport_from_env,
     usable_cost,
     with_options,
 )
@@ -97,5 +98,7 @@ def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> 
     """Build from ``OPENAI_API_KEY`` and optional ``OPENAI_BASE_URL``."""
     key = require_env(env, "OPENAI_API_KEY", provider="openai")
     return OpenAIProvider(
-        api_key=key, base_url=base_url_from(env, "OPENAI_BASE_URL", DEFAULT_BASE_URL), transport=transport
+        api_key=key,
+        base_url=base_url_from(env, "OPENAI_BASE_URL", DEFAULT_BASE_URL),
+        transport=transport or transport_from_env(env, "openai", key),
     )

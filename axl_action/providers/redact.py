@@ -1,18 +1,18 @@
 """Secret and content redaction for anything that leaves a provider call (errors, captures).
 
-Secret redaction is unconditional: it runs on every error message and every capture record.
-Content redaction (prompt and completion text) is an extra mode for runs whose data is itself
+Secret redaction is unconditional and is the project's one rule (``axl_action.redaction``):
+it runs on every error message and every capture record, bodies and headers. Content
+redaction (prompt and completion text) is an extra mode for runs whose data is itself
 sensitive.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-REDACTED = "[REDACTED]"
+from axl_action.redaction import REDACTED, SECRETS, register_secret
 
 SECRET_HEADERS = frozenset(
     {
@@ -29,16 +29,6 @@ SECRET_HEADERS = frozenset(
 )
 """Header names whose values are always replaced (compared case-insensitively)."""
 
-# Key shapes of the big providers plus bearer tokens. Deliberately broad: a false positive
-# costs a few characters of a debugging record, a false negative leaks a credential.
-_SECRET_PATTERNS = (
-    re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
-    re.compile(r"AIza[0-9A-Za-z_\-]{20,}"),  # Google API keys
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]+=*"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens, in case a prompt echoes one
-    re.compile(r"(?i)([?&](?:key|api_key|apikey|access_token)=)[^&#\s\"']+"),
-)
-
 _CONTENT_KEYS = frozenset(
     {"content", "text", "system", "thinking", "refusal", "reasoning_content", "partial_json"}
 )
@@ -46,34 +36,13 @@ _CONTENT_KEYS = frozenset(
 
 _PLACEHOLDER = re.compile(r"\[REDACTED(?::\d+ chars)?\]")
 
-_known_secrets: set[str] = set()
-_known_lock = threading.Lock()
-
-
-def register_secret(value: str | None) -> None:
-    """Remember an exact secret value (e.g. an API key read from the environment).
-
-    Every later redaction replaces it wherever it appears, even if it matches no key pattern
-    (self-hosted gateways use arbitrary tokens).
-    """
-    if value and len(value) >= 6:
-        with _known_lock:
-            _known_secrets.add(value)
-
 
 def redact_secrets(text: str, extra: Iterable[str] = ()) -> str:
-    """Replace API keys, bearer tokens and registered secrets in ``text``."""
-    with _known_lock:
-        known = sorted(_known_secrets, key=len, reverse=True)
-    for secret in (*extra, *known):
-        if secret and len(secret) >= 6 and secret in text:
-            text = text.replace(secret, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        if pattern.groups:
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
+    """``text`` redacted by the one rule (``axl_action.redaction``); ``extra`` values are
+    registered first, so they stay hidden everywhere else too."""
+    if extra:
+        SECRETS.add_all(extra)
+    return SECRETS.redact(text)
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -91,26 +60,38 @@ def redact_value(value: Any, *, content: bool = False, extra: Iterable[str] = ()
     ``system``...) with a placeholder that keeps only the length, so a capture still shows
     the request's shape and size.
     """
-    return _walk(value, content, tuple(extra), parent_is_content=False)
+    if extra:
+        SECRETS.add_all(extra)
+    return _walk(value, content, parent_is_content=False)
 
 
-def _walk(value: Any, content: bool, extra: tuple[str, ...], *, parent_is_content: bool) -> Any:
+def _walk(value: Any, content: bool, *, parent_is_content: bool) -> Any:
     if isinstance(value, str):
         if content and parent_is_content:
             # Idempotent, so a record redacted by the gateway and again by the sink keeps the
             # original length.
             return value if _PLACEHOLDER.fullmatch(value) else f"[REDACTED:{len(value)} chars]"
-        return redact_secrets(value, extra)
+        return SECRETS.redact(value)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            name = str(key)
+            name = SECRETS.redact(str(key))
             if name.lower() in SECRET_HEADERS and isinstance(item, str):
                 out[name] = REDACTED
                 continue
-            out[name] = _walk(item, content, extra, parent_is_content=content and name in _CONTENT_KEYS)
+            out[name] = _walk(item, content, parent_is_content=content and name in _CONTENT_KEYS)
         return out
     if isinstance(value, list | tuple):
         # A list under a content key (content parts) keeps the content flag for its strings.
-        return [_walk(item, content, extra, parent_is_content=parent_is_content) for item in value]
+        return [_walk(item, content, parent_is_content=parent_is_content) for item in value]
     return value
+
+
+__all__ = [
+    "REDACTED",
+    "SECRET_HEADERS",
+    "redact_headers",
+    "redact_secrets",
+    "redact_value",
+    "register_secret",
+]

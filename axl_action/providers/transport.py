@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import ssl
 import threading
 import time
@@ -37,7 +38,13 @@ from requests.utils import DEFAULT_CA_BUNDLE_PATH, get_environ_proxies
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.redact import redact_headers, redact_secrets, redact_value
 from axl_action.providers.types import CallTiming, WireExchange
-from axl_action.providers.wire import Origin, WireError
+from axl_action.providers.wire import (
+    DEFAULT_MAX_BODY_BYTES,
+    Origin,
+    WireBodyTooLarge,
+    WireError,
+    WireTruncated,
+)
 
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid")
 """Response headers that carry a provider request id, in lookup order."""
@@ -56,7 +63,8 @@ class RetryPolicy:
     max_delay: float = 20.0
     """Upper bound of one computed backoff wait, in seconds."""
     max_retry_after: float = 60.0
-    """Upper bound on a server-requested ``retry-after`` wait, in seconds."""
+    """Upper bound on a server-requested wait (``retry-after`` or a body's ``RetryInfo``), in
+    seconds."""
     retry_statuses: frozenset[int] = field(
         default_factory=lambda: frozenset({408, 409, 429, 500, 502, 503, 504, 529})
     )
@@ -107,6 +115,47 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime) -> float | None
     return max(0.0, (when - now).total_seconds())
 
 
+RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
+
+_DURATION = re.compile(r"\s*(-?\d+(?:\.\d*)?|-?\.\d+)s\s*")
+
+
+def parse_retry_info(body: Any) -> float | None:
+    """Seconds from a ``google.rpc.RetryInfo`` in an error body (``error.details[]`` entry with
+    ``@type`` ``type.googleapis.com/google.rpc.RetryInfo`` and ``retryDelay`` such as ``"2s"``
+    or ``"1.5s"``, the protobuf JSON form of a Duration). Gemini's quota 429s carry their wait
+    there instead of in a header. ``None`` when absent or unparseable; never negative."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    details = error.get("details") if isinstance(error, Mapping) else None
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if not isinstance(detail, Mapping) or detail.get("@type") != RETRY_INFO_TYPE:
+            continue
+        raw = detail.get("retryDelay")
+        if isinstance(raw, Mapping):  # the (rare) {"seconds", "nanos"} spelling
+            seconds, nanos = raw.get("seconds", 0), raw.get("nanos", 0)
+            try:
+                return max(0.0, float(seconds) + float(nanos) / 1e9)
+            except (TypeError, ValueError):
+                return None
+        match = _DURATION.fullmatch(raw) if isinstance(raw, str) else None
+        return max(0.0, float(match.group(1))) if match else None
+    return None
+
+
+def server_delay(headers: Mapping[str, str], body: Any, now: datetime) -> float | None:
+    """The wait the server asked for: ``retry-after(-ms)``, else a body's ``RetryInfo``.
+
+    A request of 0 s or less (or a date in the past) counts as no request, so the caller falls
+    back to its backoff: ``retry-after: 0`` would otherwise fire every attempt at once.
+    """
+    for requested in (parse_retry_after(headers, now), parse_retry_info(body)):
+        if requested is not None and requested > 0:
+            return requested
+    return None
+
+
 def find_request_id(headers: Mapping[str, str], body: Any = None) -> str | None:
     """The provider request id from response headers, else from an error body."""
     for name in REQUEST_ID_HEADERS:
@@ -150,8 +199,13 @@ class HttpTransport:
     """POSTs JSON with bounded retries; one instance per provider, shared across threads.
 
     ``timeout`` (per call) bounds each attempt as a whole: connecting, sending and reading the
-    reply (through requests: each connect and each read). ``session`` sends everything through that ``requests.Session`` instead of the lean
-    client. ``close()`` closes idle connections.
+    reply (through requests: each connect and each read). ``session`` sends everything through
+    that ``requests.Session`` instead of the lean client. ``close()`` closes idle connections.
+
+    ``max_response_bytes`` caps every response body on both paths (default 32 MiB; providers
+    built from the environment take ``AXL_EVAL_MAX_RESPONSE_BYTES``). A 2xx whose body is cut
+    off, and a body over the cap, fail at once without a retry: the request was accepted and
+    may have been billed.
 
     ``sleep``, ``clock``, ``wall_clock`` and ``rng`` are injectable so tests run instantly and
     deterministically.
@@ -170,9 +224,12 @@ class HttpTransport:
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: Callable[[], float] = random.random,
+        max_response_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.provider = provider
         self.policy = policy or RetryPolicy()
+        self.max_response_bytes = max_response_bytes
+        """Largest response body accepted (decompressed); larger replies fail unread."""
         self._secrets = secrets
         self._sleep = sleep
         self._clock = clock
@@ -314,7 +371,28 @@ class HttpTransport:
             cert=self.session.cert,
         ) as resp:
             ttfb_ms = (self._clock() - t0) * 1000.0
-            return resp.status_code, resp.headers, resp.content, ttfb_ms
+            return resp.status_code, resp.headers, self._read_body(resp), ttfb_ms
+
+    def _read_body(self, resp: requests.Response) -> bytes:
+        """The (decompressed) body of a streamed response, under the size cap; a 2xx cut off
+        mid-body raises ``WireTruncated`` like the lean client does."""
+        limit = self.max_response_bytes
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit and not resp.headers.get("content-encoding"):
+            raise WireBodyTooLarge(limit)
+        parts: list[bytes] = []
+        total = 0
+        try:
+            for part in resp.iter_content(65536):
+                total += len(part)
+                if total > limit:
+                    raise WireBodyTooLarge(limit)
+                parts.append(part)
+        except requests.RequestException as exc:
+            if 200 <= resp.status_code < 300:
+                raise WireTruncated(resp.status_code, total, _describe_exception(exc)) from None
+            raise
+        return b"".join(parts)
 
     def backoff(self, retry_number: int) -> float:
         """Exponential backoff with equal jitter for the ``retry_number``-th retry (1-based)."""
@@ -378,7 +456,9 @@ class HttpTransport:
             failure: str
             try:
                 if origin is not None:
-                    status, resp_headers, raw, first_byte_at = origin.exchange(request, timeout, self._clock)
+                    status, resp_headers, raw, first_byte_at = origin.exchange(
+                        request, timeout, self._clock, self.max_response_bytes
+                    )
                     ttfb_ms = (first_byte_at - t0) * 1000.0
                 else:
                     status, resp_headers, raw, ttfb_ms = self._send_via_requests(
@@ -389,6 +469,8 @@ class HttpTransport:
                 failure = f"network error: {exc}"
                 retryable = exc.retryable
                 hint = exc.hint
+                if isinstance(exc, WireTruncated):
+                    status = exc.status
             except requests.RequestException as exc:
                 wire_ms += (self._clock() - t0) * 1000.0
                 failure = f"network error: {_describe_exception(exc)}"
@@ -465,7 +547,7 @@ class HttpTransport:
                     secrets=self._secrets,
                     exchange=exchange,
                 )
-            requested = parse_retry_after(resp_headers, self._wall_clock()) if status else None
+            requested = server_delay(resp_headers, resp_body, self._wall_clock()) if status else None
             if requested is not None:
                 delay = min(requested, policy.max_retry_after)
             else:

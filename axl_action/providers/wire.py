@@ -27,6 +27,9 @@ from collections.abc import Callable
 
 MAX_HEAD_BYTES = 64 * 1024
 """Largest response status line + headers accepted (a real API's are a few hundred bytes)."""
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Largest response body accepted (after decompression). A real completion is a few KiB to a
+few MiB; a misbehaving gateway must not be able to stream an unbounded reply into memory."""
 
 _RECV = 65536
 
@@ -46,6 +49,34 @@ class WireTimeout(WireError):
 
 class WireProtocolError(WireError):
     """The peer sent something that is not a valid HTTP/1.x response."""
+
+
+class WireBodyTooLarge(WireError):
+    """The response body is over the size limit; the reply was dropped unread."""
+
+    retryable = False
+    hint = (
+        "a provider reply should be far smaller; check the base URL, or raise the limit with "
+        "AXL_EVAL_MAX_RESPONSE_BYTES (bytes) if the replies really are this large"
+    )
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response body is larger than the {describe_bytes(limit)} limit")
+
+
+class WireTruncated(WireError):
+    """A 2xx status and headers arrived, then the body was cut off (reset, closed, timed out).
+
+    Never retried: the request was fully sent and accepted, so the provider may have billed
+    it, and a retry would pay again (a flaky gateway could multiply the spend).
+    """
+
+    retryable = False
+    hint = "the call may have been billed; its cost is counted as unknown (usage_missing)"
+
+    def __init__(self, status: int, received: int, reason: str) -> None:
+        super().__init__(f"the HTTP {status} response was cut off after {received} body bytes ({reason})")
+        self.status = status
 
 
 class WireTLSError(WireError):
@@ -139,19 +170,25 @@ class Origin:
                 break
 
     def exchange(
-        self, request: bytes, timeout: float, clock: Callable[[], float]
+        self,
+        request: bytes,
+        timeout: float,
+        clock: Callable[[], float],
+        max_body: int = DEFAULT_MAX_BODY_BYTES,
     ) -> tuple[int, dict[str, str], bytes, float]:
         """Send ``request`` (a complete HTTP/1.1 message) and read the reply.
 
         Returns ``(status, headers, body, first_byte_at)``: header names lower-cased, the body
         de-chunked and decompressed, ``first_byte_at`` the ``clock()`` reading when the first
-        response bytes arrived. ``timeout`` bounds the whole attempt (connect, send, receive).
+        response bytes arrived. ``timeout`` bounds the whole attempt (connect, send, receive);
+        a body over ``max_body`` bytes raises ``WireBodyTooLarge``, and a 2xx whose body is
+        cut off raises ``WireTruncated`` (neither is retryable).
         """
         deadline = time.monotonic() + timeout
         sock = self._take(timeout, deadline)
+        reader = _Reader(sock, deadline, max_body)
         try:
             sock.sendall(request)
-            reader = _Reader(sock, deadline)
             first = reader.fill()
             first_byte_at = clock()
             if not first:
@@ -159,16 +196,20 @@ class Origin:
             status, headers, body, reusable = _read_response(reader)
         except TimeoutError:
             sock.close()
-            raise WireTimeout("the request timed out") from None
-        except WireError:
+            raise reader.truncated("timed out") or WireTimeout("the request timed out") from None
+        except (WireBodyTooLarge, WireTruncated):
             sock.close()
             raise
+        except WireError as exc:
+            sock.close()
+            raise reader.truncated(str(exc).removeprefix("the ")) or exc from None
         except ssl.SSLError as exc:
             sock.close()
-            raise WireError(f"the TLS connection failed ({exc.reason or exc})") from None
+            reason = f"the TLS connection failed ({exc.reason or exc})"
+            raise reader.truncated(reason) or WireError(reason) from None
         except OSError as exc:
             sock.close()
-            raise WireError(_os_reason(exc)) from None
+            raise reader.truncated(_os_reason(exc)) or WireError(_os_reason(exc)) from None
         if reusable:
             self._give_back(sock)
         else:
@@ -177,15 +218,39 @@ class Origin:
 
 
 class _Reader:
-    """Buffered reads from a socket under one deadline."""
+    """Buffered reads from a socket under one deadline and one body-size limit."""
 
-    __slots__ = ("buf", "deadline", "pos", "sock")
+    __slots__ = ("body_from", "buf", "deadline", "max_body", "pos", "received", "sock", "status")
 
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
+    def __init__(self, sock: socket.socket, deadline: float, max_body: int) -> None:
         self.sock = sock
         self.deadline = deadline
+        self.max_body = max_body
         self.buf = b""
         self.pos = 0
+        self.received = 0
+        """Bytes read from the socket so far."""
+        self.status = 0
+        """The final response status once its headers were read (0 before)."""
+        self.body_from = 0
+        """Value of ``received`` where the body starts (set with ``status``)."""
+
+    def start_body(self, status: int) -> None:
+        """The head of the final response has been read; what follows is its body."""
+        self.status = status
+        self.body_from = self.received - (len(self.buf) - self.pos)
+
+    def truncated(self, reason: str) -> WireTruncated | None:
+        """The error to raise when reading failed with ``reason``: ``WireTruncated`` once a
+        2xx head has arrived, else ``None`` (an ordinary, retryable failure)."""
+        if 200 <= self.status < 300:
+            return WireTruncated(self.status, self.received - self.body_from, reason)
+        return None
+
+    def check_body(self, size: int) -> None:
+        """Refuse a body (or a buffer on the way to one) over the limit."""
+        if size > self.max_body:
+            raise WireBodyTooLarge(self.max_body)
 
     def fill(self) -> bool:
         """Read more bytes into the buffer; ``False`` at end of stream."""
@@ -197,8 +262,13 @@ class _Reader:
         chunk = self.sock.recv(_RECV)
         if not chunk:
             return False
+        self.received += len(chunk)
         self.buf = self.buf[self.pos :] + chunk if self.pos else self.buf + chunk
         self.pos = 0
+        # A guard for every framing; the exact checks are in exactly(), rest() and the
+        # chunk loop (the slack covers chunk framing and one read past the body).
+        if self.status and self.received - self.body_from > self.max_body + 2 * _RECV:
+            raise WireBodyTooLarge(self.max_body)
         return True
 
     def line(self, limit: int) -> bytes:
@@ -215,6 +285,7 @@ class _Reader:
                 raise WireError("the connection closed in the middle of the response")
 
     def exactly(self, n: int) -> bytes:
+        self.check_body(n)
         while len(self.buf) - self.pos < n:
             if not self.fill():
                 raise WireError("the connection closed before the whole response body arrived")
@@ -225,7 +296,7 @@ class _Reader:
     def rest(self) -> bytes:
         """Everything until the peer closes the connection."""
         while self.fill():
-            pass
+            self.check_body(len(self.buf) - self.pos)
         out = self.buf[self.pos :]
         self.pos = len(self.buf)
         return out
@@ -253,6 +324,7 @@ def _read_response(reader: _Reader) -> tuple[int, dict[str, str], bytes, bool]:
         if 100 <= status < 200:
             continue  # interim reply (e.g. 100 Continue); the real one follows
         break
+    reader.start_body(status)
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
@@ -282,15 +354,34 @@ def _read_response(reader: _Reader) -> tuple[int, dict[str, str], bytes, bool]:
     reusable = reusable and reader.drained()
     encoding = headers.get("content-encoding", "").lower()
     if encoding in ("gzip", "x-gzip", "deflate"):
-        try:
-            body = zlib.decompress(body, 47 if encoding != "deflate" else zlib.MAX_WBITS)
-        except zlib.error:
-            raise WireProtocolError(f"the {encoding} response body could not be decompressed") from None
+        body = decompress(body, encoding, reader.max_body)
     return status, headers, body, reusable
+
+
+def decompress(body: bytes, encoding: str, limit: int) -> bytes:
+    """Inflate a gzip/deflate body, refusing more than ``limit`` bytes of output (a small
+    compressed reply can inflate to gigabytes)."""
+    inflater = zlib.decompressobj(47 if encoding != "deflate" else zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error:
+        raise WireProtocolError(f"the {encoding} response body could not be decompressed") from None
+    if len(out) > limit:
+        raise WireBodyTooLarge(limit)
+    return out
+
+
+def describe_bytes(n: int) -> str:
+    """``32 MiB``, ``512 KiB`` or ``1000 bytes``: the size named the way it was configured."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
 
 
 def _read_chunked(reader: _Reader) -> bytes:
     parts: list[bytes] = []
+    total = 0
     while True:
         size_line = reader.line(1024)
         try:
@@ -301,6 +392,8 @@ def _read_chunked(reader: _Reader) -> bytes:
             while reader.line(MAX_HEAD_BYTES):  # trailers, up to the blank line
                 pass
             return b"".join(parts)
+        total += size
+        reader.check_body(total)
         parts.append(reader.exactly(size))
         if reader.exactly(2) != b"\r\n":
             raise WireProtocolError("a chunk in the response is not followed by CRLF")
