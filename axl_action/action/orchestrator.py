@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from axl_action.action.baseline import (
     RESULTS_NAME,
@@ -81,6 +81,8 @@ from axl_action.schema import (
     load_result_file,
     read_accounting,
 )
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -385,18 +387,20 @@ class _Steps:
         self.published: list[str] = []
         self.problems: list[str] = []
 
-    def guard(self, what: str, step: Callable[[], object]) -> None:
-        """Run one publishing step; a failure is reported and never hides the gate result."""
+    def guard(self, what: str, step: Callable[[], T]) -> T | None:
+        """Run one publishing step and return its value; a failure is reported (None) and
+        never hides the gate result."""
         try:
-            step()
+            value = step()
         except Exception as err:  # publishing must never mask the verdict
             message = str(err) if isinstance(err, AxlError) else f"{type(err).__name__}: {err}"
             self.problems.append(f"{what}: {message}")
             self._commands.warning(
                 f"Could not publish the {what}: {message}", title="axl-eval: publishing failed"
             )
-        else:
-            self.published.append(what)
+            return None
+        self.published.append(what)
+        return value
 
     def outcome(
         self, job: Job, outputs: ActionOutputs, *, exit_code: int, gate_failed: bool = False
@@ -436,13 +440,12 @@ def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) 
 
 
 def _keep_results(job: Job, path: Path, steps: _Steps) -> str:
-    kept: list[str] = []
+    """The ``results-path`` output: a copy for later steps ("" when it could not be written)."""
 
-    def keep() -> None:
-        kept.append(job.files.keep(RESULTS_NAME, path.read_bytes()) if job.files else str(path))
+    def keep() -> str:
+        return job.files.keep(RESULTS_NAME, path.read_bytes()) if job.files else str(path)
 
-    steps.guard("results file", keep)
-    return kept[0] if kept else ""
+    return steps.guard("results file", keep) or ""
 
 
 def _no_results(job: Job, evalrun: EvalRun, steps: _Steps) -> ActionOutcome:
@@ -544,20 +547,17 @@ def _gate_and_publish(
     gate_failed = report_ctx.verdict == "fail"
     failed = gate_failed or evalrun.exit_code != 0
 
-    report_path: list[str] = []
-    steps.guard(
-        "report artifact",
-        lambda: report_path.append(_publish_report(job, report_ctx, candidate, baseline, evaluation)),
+    report_path = steps.guard(
+        "report artifact", lambda: _publish_report(job, report_ctx, candidate, baseline, evaluation)
     )
     if store_baseline:
         steps.guard("baseline artifact", lambda: _publish_baseline(job, candidate, failed))
-    comment: list[_Commented] = []
+    comment: _Commented | None = None
     if job.mode in ("compare", "comment") and job.ctx.pr_number is not None:
-        steps.guard(
-            "PR comment",
-            lambda: comment.append(_publish_comment(job, report_ctx, evaluation, candidate, failed)),
+        comment = steps.guard(
+            "PR comment", lambda: _publish_comment(job, report_ctx, evaluation, candidate, failed)
         )
-    comment_note = comment[0].note if comment else None
+    comment_note = comment.note if comment else None
     steps.guard("job summary", lambda: _publish_summary(job, report_ctx, evalrun, comment_note))
     _annotate(job, report_ctx, evalrun)
     outputs = _outputs(
@@ -567,8 +567,8 @@ def _gate_and_publish(
         lookup if baseline is not None else None,
         failed=failed,
         results_path=produced.results_path,
-        report_path=report_path[0] if report_path else "",
-        comment_url=comment[0].url if comment else None,
+        report_path=report_path or "",
+        comment_url=comment.url if comment else None,
     )
     steps.guard("step outputs", lambda: _publish_outputs(job, outputs))
     return steps.outcome(job, outputs, exit_code=1 if failed else 0, gate_failed=gate_failed)
