@@ -6,7 +6,7 @@ request so tests can assert what was sent (and that the key went only in the rig
 
 Script replies with ``server.enqueue(reply, ...)``; when the script is empty the server answers
 with its flavor's default success reply. Reply builders: ``ok``, ``error``, ``rate_limited``,
-``malformed``, ``no_usage``, ``reset``, ``slow``.
+``malformed``, ``no_usage``, ``reset``, ``slow``, ``truncated``, ``retry_info``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ class Reply:
     """Seconds to wait before answering (to trigger client timeouts)."""
     reset: bool = False
     """Abort the TCP connection (RST) instead of answering."""
+    truncate_after: int | None = None
+    """Send the status, the headers (with the full ``content-length``) and only this many body
+    bytes, then abort the connection (RST)."""
+    chunked: bool = False
+    """Send the body with ``transfer-encoding: chunked`` (64 KiB chunks) instead of a length."""
 
 
 @dataclass
@@ -195,6 +200,21 @@ class FakeLLMServer:
     def reset() -> Reply:
         return Reply(reset=True)
 
+    def truncated(self, keep: int = 40) -> Reply:
+        """A 200 success whose body is cut off after ``keep`` bytes by a connection reset."""
+        reply = self.ok("this answer never arrives whole " * 4)
+        reply.truncate_after = keep
+        return reply
+
+    def retry_info(self, delay: str, *, headers: dict[str, str] | None = None) -> Reply:
+        """Gemini's quota 429: the wait is in ``error.details[]`` as a ``google.rpc.RetryInfo``."""
+        reply = self.error(429, "Quota exceeded for metric generate_content_requests", headers=headers)
+        reply.body["error"]["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay},
+        ]
+        return reply
+
     def slow(self, seconds: float) -> Reply:
         reply = self.ok()
         reply.delay = seconds
@@ -296,12 +316,30 @@ class FakeLLMServer:
         try:
             handler.send_response(reply.status)
             handler.send_header("content-type", reply.headers.get("content-type", "application/json"))
-            handler.send_header("content-length", str(len(data)))
+            if reply.chunked:
+                handler.send_header("transfer-encoding", "chunked")
+            else:
+                handler.send_header("content-length", str(len(data)))
             handler.send_header(self._request_id_header(), f"{self._prefix}_{number}")
             for name, value in reply.headers.items():
                 if name.lower() != "content-type":
                     handler.send_header(name, value)
             handler.end_headers()
-            handler.wfile.write(data)
+            if reply.truncate_after is not None:
+                handler.wfile.write(data[: reply.truncate_after])
+                handler.wfile.flush()
+                time.sleep(0.05)  # let the partial body reach the client before the RST
+                handler.close_connection = True
+                sock = handler.connection
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+                return
+            if reply.chunked:
+                for at in range(0, len(data), 65536):
+                    part = data[at : at + 65536]
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                handler.wfile.write(b"0\r\n\r\n")
+            else:
+                handler.wfile.write(data)
         except OSError:
             handler.close_connection = True  # the client gave up (timeout test)
