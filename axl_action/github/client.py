@@ -22,6 +22,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -195,7 +196,7 @@ class GitHubClient:
                 if wait > 0:
                     self.sleep(wait)
             self._last_mutation = self._clock()
-        state = {"url": url, "method": method, "params": params, "json": json}
+        state = _Target(method, url, params, json)
 
         def attempt(n: int) -> requests.Response:
             return self._attempt(
@@ -212,7 +213,7 @@ class GitHubClient:
 
     def _attempt(
         self,
-        state: dict[str, Any],
+        state: _Target,
         attempt: int,
         *,
         headers: Mapping[str, str] | None,
@@ -225,9 +226,9 @@ class GitHubClient:
         straight to where the redirect pointed.
         """
         for _ in range(6):  # the request itself and at most five redirects
-            method, url = state["method"], state["url"]
+            method, url = state.method, state.url
             try:
-                resp = self._send(method, url, params=state["params"], json=state["json"], headers=headers)
+                resp = self._send(method, url, params=state.params, json=state.json, headers=headers)
             except requests.RequestException as exc:
                 problem = redact(type(exc).__name__ + ": " + str(exc), self._token)
                 if method in _IDEMPOTENT or isinstance(exc, requests.ConnectTimeout):
@@ -241,10 +242,10 @@ class GitHubClient:
                 location = resp.headers.get("location", "")
                 target = urljoin(url, location)
                 if location and self._same_origin(target):
-                    state["url"] = target
-                    state["params"] = None  # the Location already carries the query
+                    state.url = target
+                    state.params = None  # the Location already carries the query
                     if resp.status_code == 303:
-                        state["method"], state["json"] = "GET", None
+                        state.method, state.json = "GET", None
                     continue
                 if expect_redirect and location:
                     return resp
@@ -256,7 +257,7 @@ class GitHubClient:
                 raise self._error(method, url, resp, hint)
             raise retry
         raise GitHubError(
-            f"GitHub API {state['method']} {self._display(state['url'])} redirected more than 5 times",
+            f"GitHub API {state.method} {self._display(state.url)} redirected more than 5 times",
             hint="check GITHUB_API_URL",
         )
 
@@ -457,6 +458,16 @@ class GitHubClient:
         if status >= 500:
             return GitHubError(text, hint="GitHub is having trouble; re-run the job later", **kwargs)
         return GitHubError(text, hint=None, **kwargs)
+
+
+@dataclass
+class _Target:
+    """Where one request goes; a redirect moves it, so a retry goes straight to the new place."""
+
+    method: str
+    url: str
+    params: Mapping[str, str | int] | None
+    json: Json
 
 
 def repo_path(repo: str) -> str:

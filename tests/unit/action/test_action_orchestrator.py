@@ -430,3 +430,42 @@ def test_the_injected_clock_dates_the_baseline(tmp_path: Path) -> None:
             assert lookup.choice is not None and lookup.results is not None, lookup.reason
             assert lookup.choice.age_seconds == days * 86400
             assert age_text(lookup.choice.age_seconds) == f"{days} days"
+
+
+def test_run_mode_reports_but_never_stores_a_baseline(tmp_path: Path) -> None:
+    up = FakeUploader()
+    outcome, _ = _run(
+        tmp_path,
+        read_settings({"INPUT_EVALS": "e/"}),
+        _ctx("push", "refs/heads/feature"),
+        _evals_from(GOOD),
+        uploader=up,
+    )
+    assert outcome.mode == "run" and outcome.exit_code == 0
+    assert list(up.uploads) == ["axl-eval-report"]
+    assert outcome.published == ["results file", "report artifact", "job summary", "step outputs"]
+
+
+def test_path_outputs_come_from_the_output_files(tmp_path: Path) -> None:
+    from axl_action.action.workspace_files import WorkspaceFiles
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    cmds = FakeCommands()
+    run_action(
+        read_settings({"INPUT_EVALS": "e/", "INPUT_SUITE": "nightly"}),
+        _ctx("push", "refs/heads/main"),
+        github=None,
+        uploader=FakeUploader(),
+        commands=cmds,
+        clock=lambda: NOW,
+        run_evals=_evals_from(BASE),
+        workdir=tmp_path,
+        scratch=tmp_path / "scratch",
+        files=WorkspaceFiles(workspace, "nightly"),
+    )
+    outputs = cmds.of("outputs")[0]
+    assert outputs["results-path"] == ".axl-eval/nightly/results.json"
+    assert outputs["report-path"] == ".axl-eval/nightly/report.html"
+    assert (workspace / outputs["results-path"]).read_bytes() == BASE.read_bytes()
+    assert "<html" in (workspace / outputs["report-path"]).read_text().lower()
