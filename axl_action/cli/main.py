@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from axl_action.errors import AxlError
+from axl_action.redaction import redact, register_env_secrets
 
 # command name -> (module, one-line summary shown by --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -56,13 +57,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(version("axl-eval-action"))
         return 0
+    # Credential-named variables (OPENAI_API_KEY, GITHUB_TOKEN, ...) are redacted from every
+    # output from the start, before any provider has read them.
+    register_env_secrets()
     name = args[0] if args[0] in COMMANDS else "run"
     rest = args[1:] if args[0] in COMMANDS else args
     module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
     try:
         code: int = module.run(rest)
     except AxlError as err:
-        print(f"Error: {err}", file=sys.stderr)
+        print(f"Error: {redact(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)

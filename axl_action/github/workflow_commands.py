@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal, TextIO, TypedDict, Unpack
 
 from axl_action.github.errors import GitHubError
+from axl_action.redaction import redact, register_secret
 
 log = logging.getLogger("axl_action.github")
 
@@ -158,6 +159,7 @@ class WorkflowCommands:
         Raises :class:`SummaryTooLargeError` (and writes nothing) if the summary would exceed
         1 MiB; the caller should render a shorter variant, using :meth:`summary_bytes_left`.
         """
+        markdown = redact(markdown)
         size = len(markdown.encode("utf-8"))
         left = self.summary_bytes_left()
         if size > left:
@@ -176,6 +178,7 @@ class WorkflowCommands:
     def add_mask(self, value: str) -> None:
         """Mask ``value`` in the rest of the job's logs (each line separately: the runner
         matches masks per line, so a multi-line secret needs one mask per line)."""
+        register_secret(value)  # and hidden from annotations, summaries, reports and comments
         for line in value.splitlines() or [value]:
             if line.strip():
                 self._emit(format_command("add-mask", line))
@@ -201,7 +204,7 @@ class WorkflowCommands:
 
     def debug(self, message: str) -> None:
         """A debug line, shown when step debug logging is on."""
-        self._emit(format_command("debug", message))
+        self._emit(format_command("debug", redact(message)))
 
     def annotate(
         self,
@@ -220,6 +223,7 @@ class WorkflowCommands:
         Messages longer than 4,096 characters are cut (the runner would cut them anyway);
         past the 10th annotation of a level, GitHub only logs the line, which we note once.
         """
+        message, title = redact(message), redact(title) if title else title
         self.annotation_counts[level] += 1
         if self.annotation_counts[level] == MAX_ANNOTATIONS_PER_TYPE + 1:
             log.warning(
