@@ -1,15 +1,19 @@
-"""How long does ``axl-eval compare`` take on big runs, and how much memory does it need?
+"""How long does ``axl-eval compare`` take, as a whole command, and how much memory does it need?
 
-Generates a baseline and a candidate result of N items x 4 scorers (0.24 format: accounting,
-coverage, outcomes; ~2% failed items, some failed and N/A scorer verdicts), writes them as
-JSON, then in a fresh process per size measures:
+Two parts, each in fresh processes (the median of ``--repeat`` runs is printed):
 
-* load: reading both files the way ``axl-eval compare`` does (``load_for_compare``: JSON parse,
-  result-level validation, per-item columns),
-* compare: ``compare_results`` (1,000 bootstrap resamples, seeded) + ``evaluate_gates``,
-* peak RSS of that process.
+1. The 20,000-item x 4-scorer pair written by the real TypeScript CLI
+   (``../shared/fixtures/axl-eval-0.16.1-big/``): ``axl-eval compare`` from process start to
+   exit, 1,000 resamples, seed fixed. The TypeScript CLI takes 0.85 s and 179 MiB on it on an
+   idle machine of this kind, 0.22 s of that in ``JSON.parse``. Measured in the same run as a
+   reference: Node's ``JSON.parse`` of the same two files, so the ratio to the TypeScript
+   figure can be read against how fast this machine is right now.
+2. Growth: generated pairs of N items x 4 scorers (0.24 format, ~2% failed items, failed and
+   N/A scorer verdicts) at 10k / 50k / 100k / 200k, whole command again, with the per-item
+   time so linearity shows.
 
-Run:  python benchmarks/compare_scale.py [--items 20000 100000] [--seed 1]
+Peak RSS is the child's ``ru_maxrss``. Run:
+  python benchmarks/compare_scale.py [--items 10000 50000 100000 200000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import argparse
 import json
 import os
 import random
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,67 +130,84 @@ def _result(n: int, shift: float, seed: int, run_id: str) -> dict[str, Any]:
     }
 
 
-def _measure(base: Path, cand: Path, seed: int) -> dict[str, float]:
-    from axl_action.compare.engine import CompareOptions, compare_results
-    from axl_action.compare.gates import GateOptions, evaluate_gates
-    from axl_action.compare.lean import load_for_compare
+BIG = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "axl-eval-0.16.1-big"
+TS_WALL_S, TS_RSS_MIB, TS_PARSE_S = 0.85, 179, 0.22
 
-    t0, p0 = time.perf_counter(), time.process_time()
-    b = load_for_compare(base).results
-    c = load_for_compare(cand).results
-    t1, p1 = time.perf_counter(), time.process_time()
-    comparison = compare_results(b, c, CompareOptions(seed=seed))
-    t2, p2 = time.perf_counter(), time.process_time()
-    evaluate_gates(comparison, b, c, GateOptions(max_item_error_rate=0.05))
-    t3 = time.perf_counter()
-    return {
-        "load_s": t1 - t0,
-        "load_cpu": p1 - p0,
-        "compare_s": t2 - t1,
-        "compare_cpu": p2 - p1,
-        "gates_s": t3 - t2,
-        "changes": len(comparison.regressions) + len(comparison.improvements),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "n_paired": comparison.scorers["accuracy"].n,
-    }
+
+def _child(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[:3]} exited {proc.returncode}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def _median(cmd: list[str], repeat: int) -> tuple[float, float]:
+    runs = sorted(_child(cmd) for _ in range(repeat))
+    return runs[len(runs) // 2]
+
+
+def _compare_cmd(base: Path, cand: Path) -> list[str]:
+    return [sys.executable, "-m", "axl_action", "compare", str(base), str(cand), "--seed", "1"]
+
+
+def _node_parse(base: Path, cand: Path, repeat: int) -> float | None:
+    node = shutil.which("node")
+    if node is None:
+        return None
+    script = (
+        "const fs=require('fs');const t=process.hrtime.bigint();"
+        f"JSON.parse(fs.readFileSync({json.dumps(str(base))},'utf8'));"
+        f"JSON.parse(fs.readFileSync({json.dumps(str(cand))},'utf8'));"
+        "console.log(Number(process.hrtime.bigint()-t)/1e9)"
+    )
+    times = sorted(
+        float(subprocess.run([node, "-e", script], capture_output=True, text=True, check=True).stdout)
+        for _ in range(repeat)
+    )
+    return times[len(times) // 2]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, nargs="+", default=[20_000, 100_000])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--measure", nargs=2, metavar=("BASE", "CAND"), help=argparse.SUPPRESS)
+    parser.add_argument("--items", type=int, nargs="+", default=[10_000, 50_000, 100_000, 200_000])
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(_measure(Path(args.measure[0]), Path(args.measure[1]), args.seed)))
-        return 0
-    rows = []
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    base, cand = BIG / "big-baseline.json", BIG / "big-candidate.json"
+    if base.exists():
+        wall, rss = _median(_compare_cmd(base, cand), args.repeat)
+        parse = _node_parse(base, cand, args.repeat)
+        print("\n20,000 x 4 pair written by the TypeScript CLI (axl-eval compare, whole command):")
+        print(f"  axl-eval-action: {wall:.2f} s, {rss:.0f} MiB")
+        print(
+            f"  TypeScript CLI (idle, recorded): {TS_WALL_S} s, {TS_RSS_MIB} MiB -> ratio {wall / TS_WALL_S:.2f}x "
+            f"wall, {rss / TS_RSS_MIB:.2f}x memory"
+        )
+        if parse is not None:
+            speed = parse / TS_PARSE_S
+            print(
+                f"  same run: node JSON.parse of both files {parse:.2f} s (idle {TS_PARSE_S} s: this machine "
+                f"runs at {1 / speed:.2f}x idle speed); ratio at today's speed {wall / (TS_WALL_S * speed):.2f}x"
+            )
+    else:
+        print(f"(skipped the TypeScript pair: {BIG} not found)")
+    print("\n| items x 4 scorers | JSON (both files) | whole command | per item | peak RSS |")
+    print("|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.items:
-            base, cand = Path(tmp) / f"b{n}.json", Path(tmp) / f"c{n}.json"
-            base.write_text(json.dumps(_result(n, 0.0, 1, "base-run")))
-            cand.write_text(json.dumps(_result(n, -0.01, 2, "cand-run")))
-            size_mb = (base.stat().st_size + cand.stat().st_size) / 2**20
-            proc = subprocess.run(
-                [sys.executable, __file__, "--seed", str(args.seed), "--measure", str(base), str(cand)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            figures = json.loads(proc.stdout)
-            rows.append((n, size_mb, figures))
-    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(
-        "| items x 4 scorers | JSON (both files) | load wall / CPU | compare wall / CPU "
-        "(1,000 resamples) | gates | item changes | peak RSS |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for n, size_mb, f in rows:
-        print(
-            f"| {n:,} | {size_mb:.0f} MB | {f['load_s']:.2f} s / {f['load_cpu']:.2f} s | "
-            f"{f['compare_s']:.2f} s / {f['compare_cpu']:.2f} s | {f['gates_s']:.2f} s | "
-            f"{f['changes']:,.0f} | {f['peak_rss_mb']:.0f} MB |"
-        )
+            b, c = Path(tmp) / f"b{n}.json", Path(tmp) / f"c{n}.json"
+            b.write_text(json.dumps(_result(n, 0.0, 1, "base-run")))
+            c.write_text(json.dumps(_result(n, -0.01, 2, "cand-run")))
+            size_mb = (b.stat().st_size + c.stat().st_size) / 2**20
+            wall, rss = _median(_compare_cmd(b, c), args.repeat)
+            print(f"| {n:,} | {size_mb:.0f} MB | {wall:.2f} s | {wall / n * 1e6:.1f} µs | {rss:.0f} MiB |")
+            b.unlink()
+            c.unlink()
     return 0
 
 

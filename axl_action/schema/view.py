@@ -18,7 +18,6 @@ and a model's items (:func:`run_view` dumps just the fields the columns need).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -169,62 +168,110 @@ class RunView:
         return self.items.size
 
 
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+class ItemShapeError(ValueError):
+    """An item field the columns read has the wrong type; the message names the JSON path."""
 
 
-def item_columns(items: Sequence[Mapping[str, Any]], names: Sequence[str]) -> ItemColumns:
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_number(value: Any, where: str) -> None:
+    kind = type(value)
+    if value is not None and kind is not float and kind is not int:
+        raise ItemShapeError(f"{where}: expected a number or null, got {_shown(value)}")
+
+
+def _check_kind(value: Any, kind: type, where: str, expected: str) -> None:
+    if value is not None and not isinstance(value, kind):
+        raise ItemShapeError(f"{where}: expected {expected} or null, got {_shown(value)}")
+
+
+def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
     """Read wire-shaped items (camelCase keys, as written) into columns, once.
 
-    Values are taken as they are: the runner built them, and a file's items were validated
-    by the reader (``schema.io``) before they reach here.
+    The same pass checks the type of every field it reads (a file's items arrive as plain
+    parsed JSON) and raises :class:`ItemShapeError` naming the first bad one; fields it does
+    not read (outputs, annotations, traces) are neither checked nor copied.
     """
     n = len(items)
     inputs: list[Any] = [None] * n
     errors: list[str | None] = [None] * n
     outcome = [NO_OUTCOME] * n
-    duration = [math.nan] * n
-    cost = [math.nan] * n
-    scorer_cost = [math.nan] * n
+    duration: list[Any] = [None] * n
+    cost: list[Any] = [None] * n
+    scorer_cost: list[Any] = [None] * n
     unpriced = [False] * n
     failures: dict[int, Mapping[str, Any]] = {}
     scorer_errors: dict[int, list[str]] = {}
-    per_scorer = [(name, [math.nan] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names]
+    per_scorer: list[tuple[str, list[Any], list[int], list[int]]] = [
+        (name, [None] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names
+    ]
     for i, item in enumerate(items):
-        inputs[i] = item.get("input")
-        error = item.get("error")
+        if type(item) is not dict and not isinstance(item, Mapping):
+            raise ItemShapeError(f"items[{i}]: expected an object, got {_shown(item)}")
+        get = item.get
+        inputs[i] = get("input")
+        error = get("error")
         if error:
+            if type(error) is not str:
+                raise ItemShapeError(f"items[{i}].error: expected text or null, got {_shown(error)}")
             errors[i] = error
-        raw_outcome = item.get("outcome")
+        raw_outcome = get("outcome")
         if raw_outcome is not None:
-            outcome[i] = ITEM_CODE.get(raw_outcome, UNKNOWN_OUTCOME)
-        if "duration" in item:
-            duration[i] = _number(item["duration"])
-        if "cost" in item:
-            cost[i] = _number(item["cost"])
-        if "scorerCost" in item:
-            scorer_cost[i] = _number(item["scorerCost"])
-        if item.get("unpriced") is True:
+            code = ITEM_CODE.get(raw_outcome) if type(raw_outcome) is str else None
+            if code is None:
+                raise ItemShapeError(
+                    f"items[{i}].outcome: expected one of {', '.join(ITEM_OUTCOMES)}, got {_shown(raw_outcome)}"
+                )
+            outcome[i] = code
+        d, c, sc = get("duration"), get("cost"), get("scorerCost")
+        _check_number(d, f"items[{i}].duration")
+        _check_number(c, f"items[{i}].cost")
+        _check_number(sc, f"items[{i}].scorerCost")
+        duration[i], cost[i], scorer_cost[i] = d, c, sc
+        if get("unpriced") is True:
             unpriced[i] = True
-        failure = item.get("failure")
+        failure = get("failure")
         if failure:
+            _check_kind(failure, Mapping, f"items[{i}].failure", "an object")
             failures[i] = failure
-        messages = item.get("scorerErrors")
+        messages = get("scorerErrors")
         if messages:
+            _check_kind(messages, list, f"items[{i}].scorerErrors", "a list")
             scorer_errors[i] = messages
-        scores = item.get("scores") or {}
-        details = item.get("scoreDetails") or {}
+        scores = get("scores") or {}
+        details = get("scoreDetails") or {}
+        if type(scores) is not dict or type(details) is not dict:
+            _check_kind(scores, Mapping, f"items[{i}].scores", "an object")
+            _check_kind(details, Mapping, f"items[{i}].scoreDetails", "an object")
         for name, score_col, outcome_col, sample_col in per_scorer:
             score = scores.get(name)
             if score is not None:
+                if type(score) is not float and type(score) is not int:
+                    raise ItemShapeError(
+                        f"items[{i}].scores.{name}: expected a number or null, got {_shown(score)}"
+                    )
                 score_col[i] = score
             detail = details.get(name)
-            explicit = detail.get("outcome") if detail is not None else None
-            if explicit is not None:
-                outcome_col[i] = SCORER_CODE.get(explicit, UNKNOWN_OUTCOME)
+            explicit = None
+            if detail is not None:
+                if type(detail) is not dict:
+                    _check_kind(detail, Mapping, f"items[{i}].scoreDetails.{name}", "an object")
+                explicit = detail.get("outcome")
+                if explicit is not None:
+                    code = SCORER_CODE.get(explicit) if type(explicit) is str else None
+                    if code is None:
+                        raise ItemShapeError(
+                            f"items[{i}].scoreDetails.{name}.outcome: expected one of "
+                            f"{', '.join(SCORER_OUTCOMES)}, got {_shown(explicit)}"
+                        )
+                    outcome_col[i] = code
             if error:
                 continue
             sample_col[i] = _sample_bucket(explicit, score, detail)
+    # numpy turns the Nones (absent or null) into NaN.
     return ItemColumns(
         inputs=inputs,
         errors=errors,
