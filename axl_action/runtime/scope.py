@@ -206,6 +206,10 @@ def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
     return value if _usable(value) else 0
 
 
+# The record of a scope that measured nothing (never written to; ``record()`` copies).
+_EMPTY_LEDGER = _Ledger(False)
+
+
 class Scope:
     """One accounting scope (created by :func:`track`)."""
 
@@ -457,9 +461,11 @@ class TrackResult(Generic[T]):
     def accounting(self) -> dict[str, Any]:
         """The scope's core ``Accounting`` record (wire form, spec §7.1); a fresh dict."""
         if self._accounting is None:
-            with _LOCK:
-                ledger = self._ledger if self._ledger is not None else _Ledger(False)
-                self._accounting = ledger.record()
+            if self._ledger is None:
+                self._accounting = _EMPTY_LEDGER.record()
+            else:
+                with _LOCK:
+                    self._accounting = self._ledger.record()
         return self._accounting
 
     @property
