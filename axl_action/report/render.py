@@ -24,6 +24,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
 from axl_action import formatting as fmt
+from axl_action.redaction import redact
 from axl_action.report.escape import html_inline, md_cell, md_code_block, md_code_span, md_text, truncate
 from axl_action.report.markdown import untrusted_markdown_to_html
 from axl_action.report.models import ReportContext, ReportLimits
@@ -195,7 +196,7 @@ def _render_fitting(
         view = ctx.model_copy(
             update={"limits": limits, "trim_note": _trim_note(ctx, limits, where, steps[0])}
         )
-        text = render_template(template, ctx=view)
+        text = redact(render_template(template, ctx=view))  # secrets out before the size check
         if fits(text):
             return text
     return text
