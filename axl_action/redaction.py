@@ -165,8 +165,8 @@ class SecretRegistry:
         return text
 
     def redact_deep(self, value: Any) -> Any:
-        """A copy of a JSON-like value with every string (keys included) redacted; values
-        without a secret are returned as they are (no copy)."""
+        """A copy of a JSON-like value with every string (keys included) redacted; tuples
+        become lists, other scalars are kept."""
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, Mapping):

@@ -43,6 +43,7 @@ from axl_action.evals.scoring import (
     usable_cost,
 )
 from axl_action.evals.summary import build_metadata_rollups, model_timing
+from axl_action.redaction import redact_deep
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import (
@@ -381,7 +382,7 @@ def _process_item(
         if "output" not in value:
             raise TypeError('execute_workflow returned a mapping without an "output" key')
         output = value["output"]
-        item["output"] = json_safe(output)
+        item["output"] = redact_deep(json_safe(output))  # a workflow may put a key in its output
         item["outcome"] = "completed"
         report = _caller_report(value, state)
         if report:

@@ -37,7 +37,8 @@ def execute_workflow(input, runtime):
             "workflow broke with " + os.environ["GITHUB_TOKEN"] + " / tail " + os.environ["OPENAI_API_KEY"][-12:]
         )
     response = runtime.chat("openai:gpt-4o-mini", [{"role": "user", "content": input["id"]}])
-    return {"output": {"text": response.text}}
+    # The workflow itself also copies a credential from the environment into its output.
+    return {"output": {"text": response.text, "debug": "gateway " + os.environ["CUSTOM_GATEWAY_TOKEN"]}}
 
 eval = define_eval(
     workflow="leak",
