@@ -306,6 +306,7 @@ def register_env_secrets(env: Mapping[str, str] | None = None) -> None:
 __all__ = [
     "MIN_RUN",
     "MIN_SECRET_LENGTH",
+    "NOT_SECRET_ENV",
     "REDACTED",
     "SECRETS",
     "SECRET_ENV_NAME",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from axl_action.errors import ActionInputError, BudgetError
+from axl_action.redaction import NOT_SECRET_ENV, SECRET_ENV_NAME
 from axl_action.runtime.admission import parse_budget
 
 Mode = Literal["auto", "baseline", "compare", "comment"]
@@ -37,8 +38,9 @@ _TRUE = frozenset({"true", "True", "TRUE"})
 _FALSE = frozenset({"false", "False", "FALSE"})
 
 # Environment variables whose values are credentials: masked in the log before anything runs.
-_SECRET_ENV_RE = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?|PRIVATE_KEY)$", re.IGNORECASE)
-_NOT_SECRET_ENV = frozenset({"ACTIONS_RUNTIME_URL", "ACTIONS_RESULTS_URL", "ACTIONS_ID_TOKEN_REQUEST_URL"})
+# Which variables are credentials is the redaction rule's (one list for masks and redaction).
+_SECRET_ENV_RE = SECRET_ENV_NAME
+_NOT_SECRET_ENV = NOT_SECRET_ENV
 _MIN_MASK_LENGTH = 4  # masking "1" or "on" would star out half the log
 
 
