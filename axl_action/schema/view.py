@@ -208,6 +208,8 @@ def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
     per_scorer: list[tuple[str, list[Any], list[int], list[int]]] = [
         (name, [None] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names
     ]
+    number_types = (float, int)
+    item_code, scorer_code, sample_of = ITEM_CODE, SCORER_CODE, _SAMPLE_OF_CODE
     for i, item in enumerate(items):
         if type(item) is not dict and not isinstance(item, Mapping):
             raise ItemShapeError(f"items[{i}]: expected an object, got {_shown(item)}")
@@ -220,16 +222,21 @@ def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
             errors[i] = error
         raw_outcome = get("outcome")
         if raw_outcome is not None:
-            code = ITEM_CODE.get(raw_outcome) if type(raw_outcome) is str else None
+            code = item_code.get(raw_outcome) if type(raw_outcome) is str else None
             if code is None:
                 raise ItemShapeError(
                     f"items[{i}].outcome: expected one of {', '.join(ITEM_OUTCOMES)}, got {_shown(raw_outcome)}"
                 )
             outcome[i] = code
         d, c, sc = get("duration"), get("cost"), get("scorerCost")
-        _check_number(d, f"items[{i}].duration")
-        _check_number(c, f"items[{i}].cost")
-        _check_number(sc, f"items[{i}].scorerCost")
+        if (
+            (d is not None and type(d) not in number_types)
+            or (c is not None and type(c) not in number_types)
+            or (sc is not None and type(sc) not in number_types)
+        ):
+            _check_number(d, f"items[{i}].duration")
+            _check_number(c, f"items[{i}].cost")
+            _check_number(sc, f"items[{i}].scorerCost")
         duration[i], cost[i], scorer_cost[i] = d, c, sc
         if get("unpriced") is True:
             unpriced[i] = True
@@ -241,36 +248,37 @@ def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
         if messages:
             _check_kind(messages, list, f"items[{i}].scorerErrors", "a list")
             scorer_errors[i] = messages
-        scores = get("scores") or {}
-        details = get("scoreDetails") or {}
+        scores = get("scores") or _EMPTY
+        details = get("scoreDetails") or _EMPTY
         if type(scores) is not dict or type(details) is not dict:
             _check_kind(scores, Mapping, f"items[{i}].scores", "an object")
             _check_kind(details, Mapping, f"items[{i}].scoreDetails", "an object")
         for name, score_col, outcome_col, sample_col in per_scorer:
             score = scores.get(name)
             if score is not None:
-                if type(score) is not float and type(score) is not int:
+                if type(score) not in number_types:
                     raise ItemShapeError(
                         f"items[{i}].scores.{name}: expected a number or null, got {_shown(score)}"
                     )
                 score_col[i] = score
             detail = details.get(name)
-            explicit = None
             if detail is not None:
                 if type(detail) is not dict:
                     _check_kind(detail, Mapping, f"items[{i}].scoreDetails.{name}", "an object")
                 explicit = detail.get("outcome")
                 if explicit is not None:
-                    code = SCORER_CODE.get(explicit) if type(explicit) is str else None
+                    code = scorer_code.get(explicit) if type(explicit) is str else None
                     if code is None:
                         raise ItemShapeError(
                             f"items[{i}].scoreDetails.{name}.outcome: expected one of "
                             f"{', '.join(SCORER_OUTCOMES)}, got {_shown(explicit)}"
                         )
                     outcome_col[i] = code
-            if error:
-                continue
-            sample_col[i] = _sample_bucket(explicit, score, detail)
+                    if not error:
+                        sample_col[i] = sample_of[code]
+                    continue
+            if not error:
+                sample_col[i] = _legacy_bucket(score, detail)
     # numpy turns the Nones (absent or null) into NaN.
     return ItemColumns(
         inputs=inputs,
@@ -294,15 +302,18 @@ def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
     )
 
 
-def _sample_bucket(explicit: str | None, score: Any, detail: Mapping[str, Any] | None) -> int:
-    """``scorerCounts`` for one item that has no error (compare spec §0.3).
+_EMPTY: dict[str, Any] = {}
+#: The ``scorerCounts`` bucket of each explicit scorer outcome (an explicit outcome is authoritative).
+_SAMPLE_OF_CODE = [_SAMPLE_OF_OUTCOME.get(name, NO_OUTCOME) for name in SCORER_OUTCOMES]
 
-    An explicit outcome is authoritative; only a pre-0.24 item without one falls back to the
-    heuristic: a non-null ``scores[name]`` is scored (also without any ``scoreDetails``), then
-    ``skipped: true`` is skipped, then a ``duration`` means the scorer ran and failed.
+
+def _legacy_bucket(score: Any, detail: Mapping[str, Any] | None) -> int:
+    """``scorerCounts`` for an item without an error and without an explicit outcome (§0.3).
+
+    The pre-0.24 heuristic: a non-null ``scores[name]`` is scored (also without any
+    ``scoreDetails``), then ``skipped: true`` is skipped, then a ``duration`` means the scorer
+    ran and failed.
     """
-    if explicit is not None:
-        return _SAMPLE_OF_OUTCOME.get(explicit, NO_OUTCOME)
     if score is not None:
         return SCORED
     if detail is None:
