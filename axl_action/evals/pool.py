@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextvars
 import itertools
 import math
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,16 +41,13 @@ def run_pool(count: int, concurrency: Any, task: Callable[[int], None], *, name:
         for index in range(count):
             task(index)
         return
+    # ``next`` on an ``itertools.count`` is one C call, atomic under the GIL: no lock, so a
+    # worker never waits behind one the GIL switched away from.
     counter = itertools.count()
-    lock = threading.Lock()
-
-    def next_index() -> int:
-        with lock:
-            return next(counter)
 
     def worker() -> None:
         while True:
-            index = next_index()
+            index = next(counter)
             if index >= count:
                 return
             task(index)
