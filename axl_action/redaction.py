@@ -9,7 +9,8 @@ GitHub token, and every value the action masks with ``::add-mask::``.
 What is redacted, for each registered value ``v`` (at least ``MIN_SECRET_LENGTH`` characters):
 
 * ``v`` itself and **any run of at least ``MIN_RUN`` (8) consecutive characters of it** (a
-  model or a gateway echoing the tail of a key, ``...cdef01234567``);
+  model or a gateway echoing the tail of a key, ``...cdef01234567``) whose first 8 characters
+  hold at least 4 different ones (so ``00000000`` in a weak secret does not hide every UUID);
 * its URL-encoded forms (``quote``, ``quote_plus``, upper- and lower-case escapes);
 * the standard and URL-safe base64 of ``v``, of ``Bearer v`` and of ``user:v`` (HTTP Basic),
   each at the three byte alignments: a base64 encoder emits 4 characters per 3 input bytes, so
@@ -45,6 +46,10 @@ MIN_SECRET_LENGTH = 6
 """Shorter values are not registered: hiding ``abc`` everywhere would shred ordinary text."""
 MIN_RUN = 8
 """A run of this many consecutive characters of a secret counts as a leak of it."""
+MIN_RUN_DISTINCT = 4
+"""A run must start with 8 characters of which at least this many differ: ``00000000`` or
+``-0000000`` in a low-entropy secret would otherwise hide UUIDs and numbers everywhere. A
+random key's 8-character windows essentially always have 4 or more distinct characters."""
 
 SECRET_ENV_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?|PRIVATE_KEY)$", re.IGNORECASE)
 """Environment variable names whose values are credentials (``OPENAI_API_KEY``, ``GITHUB_TOKEN``)."""
@@ -223,6 +228,8 @@ def _compile(values: tuple[str, ...]) -> _Compiled:
             continue
         for at in range(len(value) - MIN_RUN + 1):
             gram = value[at : at + MIN_RUN]
+            if len(set(gram)) < MIN_RUN_DISTINCT:
+                continue
             runs.setdefault(gram, []).append((value, at))
             _insert(trie, gram)
     if not trie:
@@ -305,6 +312,7 @@ def register_env_secrets(env: Mapping[str, str] | None = None) -> None:
 
 __all__ = [
     "MIN_RUN",
+    "MIN_RUN_DISTINCT",
     "MIN_SECRET_LENGTH",
     "NOT_SECRET_ENV",
     "REDACTED",

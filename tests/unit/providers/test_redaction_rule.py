@@ -62,7 +62,7 @@ def test_any_run_of_eight_or_more_characters_is_redacted_whole(
     registry = SecretRegistry()
     registry.add(value)
     run = value[start : start + length]
-    if len(run) < MIN_RUN:
+    if len(run) < MIN_RUN or any(len(set(value[i : i + MIN_RUN])) < 4 for i in range(len(value) - 7)):
         return
     out = registry.redact(f"echo{noise}{run}{noise}end")
     assert run not in out and REDACTED in out
@@ -78,6 +78,14 @@ def test_raw_url_encoded_and_short_runs() -> None:
     assert registry.redact(f"u={quote(value, safe='').lower()}") == f"u={REDACTED}"
     assert registry.redact("7 chars: plain/t.") == "7 chars: plain/t."  # below MIN_RUN: ordinary text
     assert registry.redact("nothing here") == "nothing here"
+
+
+def test_low_entropy_runs_do_not_hide_ordinary_numbers() -> None:
+    registry = SecretRegistry()
+    registry.add("00000000-0000-4000-8000-000000000001")
+    assert registry.redact("id 00000000-0000-4000-8000-000000000001") == f"id {REDACTED}"
+    other = "run 99999999-0000-4000-1111-000000000002 done"
+    assert registry.redact(other) == other
 
 
 def test_short_values_are_not_registered_and_lines_are() -> None:
@@ -119,7 +127,7 @@ def test_credential_named_environment_variables() -> None:
 def test_add_mask_registers_and_annotations_summary_are_redacted() -> None:
     stream = io.StringIO()
     commands = WorkflowCommands(stream)
-    masked = "masked-value-" + "q7" * 8
+    masked = "masked-value-" + "q7Xz3kP9wR2m"
     commands.add_mask(masked)
     commands.error(f"failed with {masked[-10:]}", title=f"about {masked}")
     commands.append_summary(f"| {base64.b64encode(masked.encode()).decode()} |")
