@@ -19,7 +19,10 @@ from collections.abc import Mapping
 from typing import Any
 
 _SCALARS = (str, int, bool, type(None))
-_MAX_DEPTH = 200
+# A value nested deeper than this is cut with "[too deeply nested]" (a circular input becomes
+# such a cut). The JSON reader (pydantic-core) refuses files nested past 200 levels, and a
+# value sits up to ~10 levels down in a results file, so this leaves room to read it back.
+_MAX_DEPTH = 128
 
 
 def json_safe(value: Any, _depth: int = 0) -> Any:

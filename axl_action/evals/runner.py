@@ -266,12 +266,23 @@ def _scorer_limit(value: Any) -> float | None:
 def _fingerprint(
     dataset_items: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer], scorer_types: dict[str, str]
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "dataset": dataset_fingerprint((i["input"], i.get("annotations")) for i in dataset_items),
-        "datasetItems": len(dataset_items),
-        "scorers": scorer_fingerprint(scorer_types),
-        "scorerSet": dict(scorer_types),
-    }
+    out: dict[str, Any] = {}
+    try:
+        out["dataset"] = dataset_fingerprint((i["input"], i.get("annotations")) for i in dataset_items)
+    except (ValueError, TypeError, RecursionError) as err:
+        # A circular or otherwise unserializable input: the run is still written, and compare
+        # treats a missing dataset fingerprint as unknown (never as a change).
+        warn(
+            f"[axl-eval] WARNING: the dataset fingerprint is unavailable ({err}); "
+            "compare cannot tell whether the dataset changed"
+        )
+    out.update(
+        {
+            "datasetItems": len(dataset_items),
+            "scorers": scorer_fingerprint(scorer_types),
+            "scorerSet": dict(scorer_types),
+        }
+    )
     judge_config = [
         [s.name, dict(s.config) if s.config else getattr(s, "model", None)]
         for s in scorers
