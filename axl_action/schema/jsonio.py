@@ -6,8 +6,8 @@ Two writers share one number rule (:func:`~axl_action.schema.numbers.js_number`)
   escapes strings as ``JSON.stringify`` does and keeps key order; only its number spelling can
   differ from JavaScript's (``1.0``, ``-0.0``, ``1e-6``, ``1e+16``). In indented output every
   number that ends a line ends a value (a raw newline never occurs inside a JSON string), so
-  :data:`_ODD_NUMBER` finds exactly those tokens and they are respelled with ``js_number``.
-  Measured on a 20,000-item file (17 MB): 0.09 s, against 0.62 s for the Python walker below.
+  :func:`_respell_numbers` fixes exactly those tokens. Measured on the runner's 20,000-item
+  result (17 MB): 0.2 s in all, against 0.62 s for the Python walker below.
 * Compact text (keys, fingerprints, prompts: small values) comes from the Python walker, where
   the end-of-line argument does not hold.
 
@@ -28,14 +28,48 @@ import pydantic_core
 
 from axl_action.schema.numbers import js_number
 
-# A number token that ends a line of indented output and that JavaScript spells differently:
-# integral (``1.0``) or in exponent form (``1e-6``, ``1.5e+16``). ``(?<= )`` is the space after
-# ``": "`` or the indentation before an array element.
-_ODD_NUMBER = re.compile(rb"(?<= )-?\d+(?:\.0|(?:\.\d+)?e[-+]?\d+)(?=,?$)", re.MULTILINE)
+# Number tokens that end a line of indented output and that JavaScript spells differently.
+# Ryu (pydantic-core) ends a number with ".0" only when it is integral, and uses an exponent
+# outside [1e-5, 1e16): integral ones are fixed with plain byte replacements (fast, and exact
+# because a line never ends inside a string); exponent ones, which are rare, are found from
+# their "e+" / "e-" and respelled with ``js_number``.
+_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?e[-+]\d+")
 
 
-def _respell(match: re.Match[bytes]) -> bytes:
-    return js_number(float(match.group())).encode("ascii")
+def _respell_exponents(raw: bytes) -> bytes:
+    """Respell every line-ending exponent-form number with ``js_number``."""
+    spans: list[tuple[int, int]] = []
+    for marker in (b"e-", b"e+"):
+        i = raw.find(marker)
+        while i != -1:
+            end = raw.find(b"\n", i)
+            end = len(raw) if end == -1 else end
+            stop = end - 1 if raw[end - 1 : end] == b"," else end
+            start = raw.rfind(b" ", 0, i) + 1
+            if raw[i + 2 : stop].isdigit() and _NUMBER.fullmatch(raw, start, stop):
+                spans.append((start, stop))
+            i = raw.find(marker, i + 2)
+    if not spans:
+        return raw
+    spans.sort()
+    parts: list[bytes] = []
+    last = 0
+    for start, stop in spans:
+        parts.append(raw[last:start])
+        parts.append(js_number(float(raw[start:stop])).encode("ascii"))
+        last = stop
+    parts.append(raw[last:])
+    return b"".join(parts)
+
+
+def _respell_numbers(raw: bytes) -> bytes:
+    """JavaScript's spelling of every number in pydantic-core's indented output."""
+    raw = raw.replace(b".0,\n", b",\n").replace(b".0\n", b"\n")
+    if b" -0" in raw:  # -0.0 is now "-0"; JavaScript prints 0
+        raw = raw.replace(b" -0,\n", b" 0,\n").replace(b" -0\n", b" 0\n")
+    if b"e-" in raw or b"e+" in raw:
+        raw = _respell_exponents(raw)
+    return raw
 
 
 def _lone_surrogates(value: Any, path: str, found: list[str]) -> Any:
@@ -73,7 +107,7 @@ def dumps_js_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None =
         raw = pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
     if raw[:1] not in (b"{", b"["):
         return walk_js(value, indent=None).encode("utf-8")  # a scalar: no line to anchor on
-    return _ODD_NUMBER.sub(_respell, raw)
+    return _respell_numbers(raw)
 
 
 # The C string encoder (ensure_ascii=False flavour): JSON.stringify escapes the same set.

@@ -77,7 +77,10 @@ def js_number(x: float | int) -> str:
     if x.is_integer() and ax < 2**53:
         return str(int(x))
     if 1e-4 <= ax < 1e16:
-        return repr(x)  # Python and JS agree on plain notation in this range
+        # Python and JS agree on plain notation in this range, but for integral values from
+        # 2**53 on Python still writes ".0" (9007199254740992.0); JS never does.
+        text = repr(x)
+        return text[:-2] if text.endswith(".0") else text
     return _js_number_slow(x)
 
 
