@@ -206,8 +206,8 @@ def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
     return value if _usable(value) else 0
 
 
-# The record of a scope that measured nothing (never written to; ``record()`` copies).
-_EMPTY_LEDGER = _Ledger(False)
+# The record of a scope that measured nothing.
+_EMPTY_RECORD: dict[str, Any] = _Ledger(False).record()
 
 
 class Scope:
@@ -459,10 +459,12 @@ class TrackResult(Generic[T]):
 
     @property
     def accounting(self) -> dict[str, Any]:
-        """The scope's core ``Accounting`` record (wire form, spec §7.1); a fresh dict."""
+        """The scope's core ``Accounting`` record (wire form, spec §7.1); copy it to change it."""
         if self._accounting is None:
             if self._ledger is None:
-                self._accounting = _EMPTY_LEDGER.record()
+                # Shared by every scope that measured nothing (most items of a deterministic
+                # run): callers copy before they change a record, never edit one in place.
+                self._accounting = _EMPTY_RECORD
             else:
                 with _LOCK:
                     self._accounting = self._ledger.record()
