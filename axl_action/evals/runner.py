@@ -103,30 +103,9 @@ class RunRecord:
     """Header model and item columns, for the console, the gates and the reports."""
 
 
-def execute_eval(
-    definition: EvalDefinition,
-    runtime: Any = None,
-    *,
-    execute_workflow: Callable[[Any, Any], Any] | None = None,
-    concurrency: int | None = None,
-    on_progress: ProgressCallback | None = None,
-    cancel_event: threading.Event | None = None,
-    capture: CaptureSink | None = None,
-    shard: tuple[int, int] | None = None,
-    result_id: str | None = None,
-) -> dict[str, Any]:
-    """Run ``definition`` and return the result as ordered wire data (see :func:`run_eval`)."""
-    return execute_run(
-        definition,
-        runtime,
-        execute_workflow=execute_workflow,
-        concurrency=concurrency,
-        on_progress=on_progress,
-        cancel_event=cancel_event,
-        capture=capture,
-        shard=shard,
-        result_id=result_id,
-    ).wire
+def execute_eval(definition: EvalDefinition, runtime: Any = None, **options: Any) -> dict[str, Any]:
+    """Run ``definition`` and return the result as ordered wire data (see :func:`execute_run`)."""
+    return execute_run(definition, runtime, **options).wire
 
 
 def execute_run(
