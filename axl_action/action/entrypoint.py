@@ -20,6 +20,7 @@ from pathlib import Path
 from axl_action.action.evalstep import run_evals
 from axl_action.action.orchestrator import run_action
 from axl_action.action.settings import read_settings, secrets_to_mask
+from axl_action.action.setup import run_setup, version_line
 from axl_action.action.workspace_files import WorkspaceFiles
 from axl_action.errors import ActionInputError, AxlError
 from axl_action.github.artifact_upload import ArtifactUploader
@@ -32,7 +33,10 @@ _WITHHELD = frozenset({"ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the action with ``os.environ``; returns the process exit code."""
-    del argv  # the runner passes inputs as INPUT_* variables, never as arguments
+    # The runner passes inputs as INPUT_* variables; the only argument is the image smoke test's.
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(version_line())
+        return 0
     env = dict(os.environ)
     # Eval files run in this process: they get the provider keys they need, but neither the
     # GitHub token nor the artifact-service token, which only this module hands to the clients.
@@ -115,6 +119,8 @@ def run(env: Mapping[str, str]) -> int:
         )
 
     child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in _WITHHELD}
+    if (setup_failed := run_setup(settings, workdir=workdir, env=child_env, commands=commands)) is not None:
+        return setup_failed
     try:
         outcome = run_action(
             settings,

@@ -73,6 +73,9 @@ class ActionSettings(BaseModel):
     results: tuple[str, ...] = ()
     """Existing results files (or globs) to use instead of running anything; several are merged."""
 
+    setup: str | None = None
+    """A shell command run in ``working-directory`` before the evals, e.g. ``pip install -r requirements.txt``."""
+
     github_token: SecretStr = SecretStr("")
     """Token for the GitHub API: baseline lookup, comments, artifacts. Empty disables GitHub calls."""
 
@@ -300,6 +303,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "evals": _list,
     "command": _text,
     "results": _list,
+    "setup": _text,
     "github-token": SecretStr,
     "mode": _choice(MODES),
     "baseline-artifact": _artifact_name,
