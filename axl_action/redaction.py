@@ -145,6 +145,12 @@ class SecretRegistry:
             self._values |= new
             self._compiled = _compile(tuple(sorted(self._values)))
 
+    def clear(self) -> None:
+        """Forget every registered value (tests use it to keep one test's secrets out of the next)."""
+        with self._lock:
+            self._values = set()
+            self._compiled = _compile(())
+
     def add_all(self, values: Iterable[str | None]) -> None:
         """Register several values."""
         for value in values:
