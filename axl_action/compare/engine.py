@@ -178,13 +178,9 @@ def _item_changes(
     )
     regressions: list[ItemChange] = []
     improvements: list[ItemChange] = []
-    build = ItemChange.builder()
     keys = al.keys
     for bi, ci, k, b_score, c_score, d, is_worse, j in rows:
-        # Values are already typed; validating hundreds of thousands of changes would
-        # dominate the run time of a large comparison. Field order: item_index, input,
-        # scorer, baseline_score, candidate_score, delta, candidate_index, key.
-        change = build(
+        change = ItemChange(
             bi,
             inputs[bi],
             names[k],

@@ -12,10 +12,10 @@ a sentence explaining it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Self, get_args
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from pydantic.alias_generators import to_camel
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
@@ -36,14 +36,13 @@ comparison cannot be trusted enough to judge (exit 1, printed as "Refusing to ga
 worth reading, never changes the exit code. ``skipped``: not enabled or nothing to check."""
 
 
-_FIELD_NAMES: dict[type[BaseModel], frozenset[str]] = {}
 # Per class: (field name, wire name, write None as null, may hold models) in declaration order.
 _WIRE_LAYOUT: dict[type[BaseModel], tuple[tuple[str, str, bool, bool], ...]] = {}
 
 
 def _holds_models(annotation: Any) -> bool:
-    """Whether a field's type can contain an OutputModel (else its value is plain JSON data)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    """Whether a field's type can contain an OutputModel or an ItemChange (else plain JSON)."""
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or annotation is ItemChange):
         return True
     return any(_holds_models(arg) for arg in get_args(annotation))
 
@@ -55,46 +54,6 @@ class OutputModel(BaseModel):
 
     # Fields whose None is written as JSON null instead of being left out.
     _nullable_on_wire: ClassVar[frozenset[str]] = frozenset()
-
-    @classmethod
-    def fast(cls, **values: Any) -> Self:
-        """Build without validation from a value for *every* field (hot loops only).
-
-        ``model_construct`` resolves each default through ``inspect`` and is ~50x slower, and a
-        large comparison creates hundreds of thousands of item changes. The fields-set is one
-        shared frozenset (these objects are read, not mutated: assigning to a field of one
-        raises instead of leaking into the others).
-        """
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
-        if len(values) != len(names):
-            raise TypeError(f"{cls.__name__}.fast() needs every field; got {sorted(values)}")
-        obj = cls.__new__(cls)
-        _set = object.__setattr__
-        _set(obj, "__dict__", values)
-        _set(obj, "__pydantic_fields_set__", names)
-        _set(obj, "__pydantic_extra__", None)
-        _set(obj, "__pydantic_private__", None)
-        return obj
-
-    @classmethod
-    def builder(cls) -> Callable[..., Self]:
-        """A positional constructor (fields in declaration order) for the hottest loops."""
-        names = tuple(cls.model_fields)
-        fields_set = frozenset(names)
-        new = cls.__new__
-        set_ = object.__setattr__
-
-        def build(*values: Any) -> Any:
-            obj = new(cls)
-            set_(obj, "__dict__", dict(zip(names, values, strict=True)))
-            set_(obj, "__pydantic_fields_set__", fields_set)
-            set_(obj, "__pydantic_extra__", None)
-            set_(obj, "__pydantic_private__", None)
-            return obj
-
-        return build
 
     def to_wire(self) -> dict[str, Any]:
         """JSON-ready dict in TS key order (declaration order), None fields omitted."""
@@ -119,7 +78,7 @@ class OutputModel(BaseModel):
 
 
 def _wire(value: Any) -> Any:
-    if isinstance(value, OutputModel):
+    if isinstance(value, OutputModel | ItemChange):
         return value.to_wire()
     if isinstance(value, dict):
         return {k: _wire(v) for k, v in value.items()}
@@ -229,8 +188,14 @@ class ScorerComparison(OutputModel):
 # ---------------------------------------------------------------- items, timing, cost
 
 
-class ItemChange(OutputModel):
-    """One (item, scorer) pair whose averaged score moved by more than the threshold."""
+@dataclass(frozen=True, slots=True)
+class ItemChange:
+    """One (item, scorer) pair whose averaged score moved by more than the threshold.
+
+    A plain frozen dataclass, not a model: a large comparison builds hundreds of thousands of
+    them from values the engine has already typed, and validating each would dominate its
+    run time. ``Comparison`` holds them without revalidating (``SkipValidation``).
+    """
 
     item_index: int
     """Index of the item in the baseline's first run."""
@@ -248,6 +213,22 @@ class ItemChange(OutputModel):
     """*extra*: index of the matched candidate item when items were matched by key and it differs."""
     key: str | None = None
     """*extra*: the item key used for matching (only when matching by key)."""
+
+    def to_wire(self) -> dict[str, Any]:
+        """The TS keys in TS order, then the extras when set."""
+        out: dict[str, Any] = {
+            "itemIndex": self.item_index,
+            "input": self.input,
+            "scorer": self.scorer,
+            "baselineScore": self.baseline_score,
+            "candidateScore": self.candidate_score,
+            "delta": self.delta,
+        }
+        if self.candidate_index is not None:
+            out["candidateIndex"] = self.candidate_index
+        if self.key is not None:
+            out["key"] = self.key
+        return out
 
 
 class TimingComparison(OutputModel):
@@ -367,9 +348,9 @@ class Comparison(OutputModel):
     """Absent unless both sides have timing."""
     cost: CostComparison | None = None
     """Absent when neither side has spend nor accounting (spec §2.11)."""
-    regressions: list[ItemChange]
+    regressions: SkipValidation[list[ItemChange]]
     """Item-level drops beyond the threshold, by item index then scorer."""
-    improvements: list[ItemChange]
+    improvements: SkipValidation[list[ItemChange]]
     """Item-level gains beyond the threshold."""
     summary: str
     """One-line summary (spec §2.12)."""

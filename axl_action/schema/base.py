@@ -58,7 +58,7 @@ class CompleteWireModel(WireModel):
     def model_post_init(self, context: Any, /) -> None:
         # Optional extensions (None by default) stay absent unless they were set.
         values = self.__dict__
-        self.__pydantic_fields_set__.update(k for k in type(self).model_fields if values[k] is not None)
+        self.model_fields_set.update(k for k in type(self).model_fields if values[k] is not None)
 
 
 class OrderedWireModel(WireModel):
