@@ -22,6 +22,7 @@ from axl_action.schema import (
     ModelTimingStats,
     Stats,
     format_percent,
+    js_number,
 )
 from axl_action.schema.view import ITEM_CODE
 
@@ -73,14 +74,9 @@ def _failure_label(failure: Mapping[str, object]) -> str:
     status = failure.get("status")
     if not isinstance(status, int | float) or isinstance(status, bool):
         return "other"
-    code = "network" if status == 0 else js_number_text(status)
+    code = "network" if status == 0 else js_number(status)
     provider = failure.get("provider")
     return f"{code} ({clean(provider)})" if provider else code
-
-
-def js_number_text(x: float) -> str:
-    """``429`` for 429.0: a status code as JavaScript prints it."""
-    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def format_failure_causes(items: ItemColumns) -> str | None:

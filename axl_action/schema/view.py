@@ -327,8 +327,6 @@ def _legacy_bucket(score: Any, detail: Mapping[str, Any] | None) -> int:
 
 def run_view(result: EvalResult) -> RunView:
     """The view of a result model (its items dumped to wire shape, only the fields read)."""
-    if not result.items:
-        return RunView(header=result, items=item_columns([], result.scorer_names))
     wire = result.model_dump(
         by_alias=True, exclude_unset=True, include={"items": {"__all__": set(ITEM_FIELDS)}}
     )
