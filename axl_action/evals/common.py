@@ -24,10 +24,10 @@ def uninstrumented_accounting() -> dict[str, Any]:
     return record
 
 
-def track_uninstrumented(fn: Callable[[], Any], **_: Any) -> TrackResult[Any]:
+def track_uninstrumented(fn: Callable[..., Any], *args: Any, **_: Any) -> TrackResult[Any]:
     """``track`` for a runtime without a measurement rail: runs ``fn``, reports the fixed record."""
     try:
-        value = fn()
+        value = fn(*args)
     except Exception as exc:
         return TrackResult("rejected", None, exc, accounting=uninstrumented_accounting())
     return TrackResult("fulfilled", value, None, accounting=uninstrumented_accounting())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 _MAX_DEPTH = 9  # nodes 0..8; the bound doubles as the cycle guard
@@ -14,9 +15,11 @@ def _name(node: BaseException) -> str:
 
 
 def _provider_like(node: BaseException) -> bool:
-    from axl_action.providers.errors import ProviderError
-
-    if isinstance(node, ProviderError):
+    # A ProviderError can only exist once its module is loaded: looking it up instead of
+    # importing it keeps a run that calls no provider from importing the HTTP stack (requests
+    # and the transports, ~70 ms) on its first failed item.
+    errors = sys.modules.get("axl_action.providers.errors")
+    if errors is not None and isinstance(node, errors.ProviderError):
         return True
     return getattr(node, "code", None) == "PROVIDER_ERROR" and _name(node) == "ProviderError"
 

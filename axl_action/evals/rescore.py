@@ -108,6 +108,7 @@ def execute_rescore(
     capture = captured.sink
     env = ScoringEnv(
         runtime=runtime,
+        scorers=scorers,
         instrumented=instrumented,
         cancel_event=cancel,
         admission=admission,
@@ -222,7 +223,7 @@ def _rescore_item(
     input_ = original.get("input")
     annotations = original.get("annotations")
     scope = tracker(
-        lambda: score_item(item, output, input_, annotations, scorers, env),
+        lambda: score_item(item, output, input_, annotations, env),
         purpose="judging",
         capture_correlation={"caseIndex": index} if env.capturing else None,
     )

@@ -150,6 +150,7 @@ def execute_run(
     scorers = list(definition.scorers)
     env = ScoringEnv(
         runtime=runtime,
+        scorers=scorers,
         instrumented=instrumented,
         cancel_event=cancel,
         admission=admission,
@@ -320,6 +321,8 @@ def _process_item(
 
     input_ = raw["input"]
     annotations = raw.get("annotations")
+    # The item is built in wire order as it goes (keys set again keep their place), so it
+    # needs no reordering: input, annotations, output, scores, duration, timing, outcome, ...
     item: dict[str, Any] = {"input": json_safe(input_)}
     if "annotations" in raw:
         item["annotations"] = json_safe(annotations)
@@ -329,7 +332,9 @@ def _process_item(
 
     def body() -> None:
         generation = tracker(
-            lambda: workflow(input_, env.runtime),
+            workflow,
+            input_,
+            env.runtime,
             purpose="generation",
             capture_timing_samples=True,
         )
@@ -376,7 +381,7 @@ def _process_item(
         if measured is not None or safe:
             item["metadata"] = {**(measured or {}), **json_safe(safe)}
         note_closure(admission, "case")
-        score_item(item, output, input_, annotations, scorers, env)
+        score_item(item, output, input_, annotations, env)
 
     scope = tracker(
         body,
@@ -392,13 +397,15 @@ def _process_item(
         item["scores"] = {}
         item.pop("scoreDetails", None)
         item["error"] = error_message(error)
+        item = _ordered_item(item)  # the body stopped anywhere: put the keys back in order
     accounting = scope.accounting
     item["accounting"] = accounting
-    item["cost"] = accounting["breakdown"]["generation"]
-    item["scorerCost"] = accounting["breakdown"]["judging"]
+    breakdown = accounting["breakdown"]
+    item["cost"] = breakdown["generation"]
+    item["scorerCost"] = breakdown["judging"]
     if accounting["completeness"] != "complete":
         item["unpriced"] = True
-    return _ordered_item(item)
+    return item
 
 
 _ITEM_ORDER = (

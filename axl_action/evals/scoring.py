@@ -14,10 +14,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
 from axl_action.evals.jsonsafe import json_safe
-from axl_action.evals.pool import run_pool
+from axl_action.evals.pool import pool_size, run_pool
 from axl_action.evals.scorer import Scorer, ScorerContext
 from axl_action.redaction import redact
 from axl_action.runtime.admission import AdmissionController, ClosedBy
@@ -55,6 +56,8 @@ class ScoringEnv:
 
     runtime: Any
     """The run's runtime (handed to scorers through the context)."""
+    scorers: Sequence[Scorer]
+    """The run's scorers, in order."""
     instrumented: bool
     """False for a runtime without a measurement rail (spec §5.1)."""
     cancel_event: threading.Event
@@ -73,6 +76,16 @@ class ScoringEnv:
         """The ``context`` argument every scorer of the run receives (built once)."""
         return ScorerContext(runtime=self.runtime, cancel_event=self.cancel_event)
 
+    @functools.cached_property
+    def sequential(self) -> bool:
+        """Score an item's scorers one after the other (no LLM judge, or no fan-out asked).
+
+        Deterministic scorers are CPU-bound Python: a thread pool would only add overhead.
+        """
+        return not any(s.is_llm for s in self.scorers) or (
+            pool_size(self.scorer_concurrency, len(self.scorers)) <= 1
+        )
+
 
 def note_closure(admission: AdmissionController | None, observer: ClosedBy) -> None:
     """Record who first saw the budget closed (spec §8.3)."""
@@ -80,38 +93,53 @@ def note_closure(admission: AdmissionController | None, observer: ClosedBy) -> N
         admission.note_closure(observer)
 
 
-def score_item(
-    item: dict[str, Any],
-    output: Any,
-    input_: Any,
-    annotations: Any,
-    scorers: Sequence[Scorer],
-    env: ScoringEnv,
-) -> None:
+def score_item(item: dict[str, Any], output: Any, input_: Any, annotations: Any, env: ScoringEnv) -> None:
     """Fill ``scores``, ``scoreDetails`` and ``scorerErrors`` of ``item`` in place."""
-    scores: dict[str, Any] = {}
-    details: dict[str, dict[str, Any]] = {}
-    for s in scorers:
-        scores[s.name] = None
-        details[s.name] = {"score": None, "outcome": "cancelled"}
+    context = env.context
+    scorers = env.scorers
+    if env.sequential:  # in order, so the keys follow the scorer list without pre-seeding
+        scores: dict[str, Any] = {}
+        details: dict[str, dict[str, Any]] = {}
+        collected: list[str] = []
+        for s in scorers:
+            detail, error, score = _score_one(s, output, input_, annotations, context, env)
+            scores[s.name] = score
+            details[s.name] = detail
+            if error is not None:
+                collected.append(error)
+    else:
+        scores = {}
+        details = {}
+        for s in scorers:  # pre-seeded: the keys follow the scorer list whatever finishes first
+            scores[s.name] = None
+            details[s.name] = {"score": None, "outcome": "cancelled"}
+        errors: list[str | None] = [None] * len(scorers)
+
+        def run_one(index: int) -> None:
+            s = scorers[index]
+            detail, error, score = _score_one(s, output, input_, annotations, context, env)
+            details[s.name] = detail
+            scores[s.name] = score
+            errors[index] = error
+
+        run_pool(len(scorers), env.scorer_concurrency, run_one, name="axl-eval-scorer")
+        collected = [e for e in errors if e is not None]
     item["scores"] = scores
     item["scoreDetails"] = details
-    errors: list[str | None] = [None] * len(scorers)
-    context = env.context
-
-    def run_one(index: int) -> None:
-        s = scorers[index]
-        detail, error, score = _score_one(s, output, input_, annotations, context, env)
-        details[s.name] = detail
-        scores[s.name] = score
-        errors[index] = error
-
-    # Deterministic scorers are CPU-bound Python: a thread pool would only add overhead.
-    fan_out = env.scorer_concurrency if any(s.is_llm for s in scorers) else 1
-    run_pool(len(scorers), fan_out, run_one, name="axl-eval-scorer")
-    collected = [e for e in errors if e is not None]
     if collected:
         item["scorerErrors"] = collected
+
+
+def _with_cost(
+    detail: dict[str, Any], result: TrackResult[Any], env: ScoringEnv, caller_cost: Any
+) -> dict[str, Any]:
+    """Add a judge's cost: measured (its scope's record), else an uninstrumented caller's own."""
+    if result.measured:
+        detail["accounting"] = result.accounting
+        detail["cost"] = result.accounting["knownCost"]
+    elif caller_cost is not None and not env.instrumented and usable_cost(caller_cost):
+        detail["cost"] = caller_cost
+    return detail
 
 
 def _score_one(
@@ -125,9 +153,10 @@ def _score_one(
     """One scorer -> (detail, scorerErrors entry or None, rounded score or None)."""
     if env.cancel_event.is_set():
         return {"score": None, "outcome": "cancelled"}, None, None
-    if s.is_llm and env.admission is not None and env.admission.closed:
+    admission = env.admission
+    if s.is_llm and admission is not None and admission.closed:
         return {"score": None, "outcome": "budget_skipped"}, None, None
-    start = time.perf_counter()
+    start = perf_counter()
     if s.applies is not None:
         try:
             applies = s.call_applies(output, input_, annotations)
@@ -141,60 +170,61 @@ def _score_one(
             return {"score": None, "skipped": True, "outcome": "skipped"}, None, None
 
     result = env.track_scope(
-        lambda: s.call_score(output, input_, annotations, context),
+        s.call_score,
+        output,
+        input_,
+        annotations,
+        context,
         purpose="judging",
         capture_correlation={"scorer": s.name} if env.capturing else None,
     )
-    duration = elapsed_ms(start)
-
-    def with_cost(detail: dict[str, Any], caller_cost: Any) -> dict[str, Any]:
-        if result.measured:
-            detail["accounting"] = result.accounting
-            detail["cost"] = result.accounting["knownCost"]
-        elif not env.instrumented and usable_cost(caller_cost):
-            detail["cost"] = caller_cost
-        return detail
+    duration = round((perf_counter() - start) * 1000)
 
     if result.status == "rejected":
         error = result.error
         if is_abort(error):
-            return (
-                with_cost({"score": None, "duration": duration}, None) | {"outcome": "cancelled"},
-                None,
-                None,
-            )
+            detail = _with_cost({"score": None, "duration": duration}, result, env, None)
+            detail["outcome"] = "cancelled"
+            return detail, None, None
         if is_admission_denial(error):
-            note_closure(env.admission, "operation")
-            return (
-                with_cost({"score": None, "duration": duration}, None) | {"outcome": "budget_interrupted"},
-                None,
-                None,
-            )
+            note_closure(admission, "operation")
+            detail = _with_cost({"score": None, "duration": duration}, result, env, None)
+            detail["outcome"] = "budget_interrupted"
+            return detail, None, None
         assert error is not None
-        detail = with_cost({"score": None, "duration": duration}, getattr(error, "cost", None))
+        detail = _with_cost({"score": None, "duration": duration}, result, env, getattr(error, "cost", None))
         detail["outcome"] = "failed"
-        note_closure(env.admission, "scorer")
+        note_closure(admission, "scorer")
         return detail, f'Scorer "{s.name}" threw: {error_message(error)}', None
 
     try:
-        detail, message, score = _classify(s, result.value, input_, duration, with_cost)
+        detail, message, score = _classify(s, result, input_, duration, env)
     except Exception as exc:
         detail = {"score": None, "duration": duration}
         if result.measured:
             detail["accounting"] = result.accounting
         detail["outcome"] = "failed"
-        detail, message, score = detail, f'Scorer "{s.name}" threw: {error_message(exc)}', None
-    note_closure(env.admission, "scorer")
+        message, score = f'Scorer "{s.name}" threw: {error_message(exc)}', None
+    note_closure(admission, "scorer")
     return detail, message, score
 
 
 def _classify(
-    s: Scorer,
-    value: Any,
-    input_: Any,
-    duration: int,
-    with_cost: Callable[[dict[str, Any], Any], dict[str, Any]],
+    s: Scorer, result: TrackResult[Any], input_: Any, duration: int, env: ScoringEnv
 ) -> tuple[dict[str, Any], str | None, float | None]:
+    """A fulfilled scorer's value -> detail: a number in [0, 1] (or ``{score, metadata?, cost?}``)
+    is scored, anything else failed."""
+    value: Any = result.value
+    kind = type(value)
+    # A plain number (bool excluded: its type is not int) in range: the common case, decided
+    # first. NaN fails both comparisons, so only finite numbers pass.
+    if (kind is float or kind is int) and 0 <= value <= 1:
+        rounded = round3(value) + 0.0
+        detail: dict[str, Any] = {"score": rounded, "duration": duration}
+        if result.measured or not env.instrumented:
+            _with_cost(detail, result, env, None)
+        detail["outcome"] = "scored"
+        return detail, None, rounded
     if value is None:
         raise TypeError("score() returned None")
     raw_score: Any
@@ -210,7 +240,7 @@ def _classify(
         raw_score = getattr(value, "score", _MISSING)
         metadata = getattr(value, "metadata", None)
         caller_cost = getattr(value, "cost", None)
-    detail: dict[str, Any] = {"score": None}
+    detail = {"score": None}
     if metadata:
         detail["metadata"] = json_safe(metadata)
     detail["duration"] = duration
@@ -222,7 +252,7 @@ def _classify(
     )
     if not valid:
         shown = "undefined" if raw_score is _MISSING else js_string(raw_score)
-        with_cost(detail, caller_cost)
+        _with_cost(detail, result, env, caller_cost)
         detail["outcome"] = "failed"
         return (
             detail,
@@ -231,6 +261,6 @@ def _classify(
         )
     rounded = round3(float(raw_score)) + 0.0
     detail["score"] = rounded
-    with_cost(detail, caller_cost)
+    _with_cost(detail, result, env, caller_cost)
     detail["outcome"] = "scored"
     return detail, None, rounded

@@ -509,8 +509,8 @@ class TrackResult(Generic[T]):
 _PLAIN = (dict, list, str, int, float, bool, type(None), tuple)
 
 
-def _run(fn: Callable[[], Any]) -> Any:
-    value = fn()
+def _run(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    value = fn(*args)
     if not isinstance(value, _PLAIN) and inspect.isawaitable(value):
         awaitable = value
 
@@ -530,15 +530,15 @@ def _run(fn: Callable[[], Any]) -> Any:
 
 
 def track(
-    fn: Callable[[], T],
-    *,
+    fn: Callable[..., T],
+    *args: Any,
     purpose: Purpose | None = None,
     admission: AdmissionController | None = None,
     capture: CaptureSink | None = None,
     capture_correlation: Mapping[str, Any] | None = None,
     capture_timing_samples: bool = False,
 ) -> TrackResult[T]:
-    """Run ``fn`` inside a new scope nested in the current one; never raises ``Exception``.
+    """Run ``fn(*args)`` inside a new scope nested in the current one; never raises ``Exception``.
 
     ``purpose`` defaults to the parent's (root: generation). ``capture`` declares the capture
     sink (inherited downwards); ``capture_correlation`` is merged over the parent's. A ``fn``
@@ -564,7 +564,7 @@ def track(
     value: Any = None
     error: BaseException | None = None
     try:
-        value = _run(fn)
+        value = _run(fn, args)
     except Exception as exc:
         status, error = "rejected", exc
     finally:
