@@ -112,10 +112,10 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         scorer_subset_sides,
         scorer_subset_warning,
     )
-    from axl_action.schema import dumps_js, load_run_views
+    from axl_action.schema import dumps_js, load_run_view_files
 
-    baseline = load_run_views(args.baseline).runs
-    candidate = load_run_views(args.candidate).runs
+    baseline_file, candidate_file = load_run_view_files([args.baseline, args.candidate])
+    baseline, candidate = baseline_file.runs, candidate_file.runs
 
     subset = scorer_subset_sides(baseline[0].header, candidate[0].header)
     for side, ran in subset:

@@ -50,7 +50,7 @@ def _holds_models(annotation: Any) -> bool:
 class OutputModel(BaseModel):
     """Base: snake_case in Python, camelCase on the wire; ``None`` means absent unless listed."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False, defer_build=True)
 
     # Fields whose None is written as JSON null instead of being left out.
     _nullable_on_wire: ClassVar[frozenset[str]] = frozenset()

@@ -37,7 +37,9 @@ WIRE: dict[str, Any] = {"keep_order": True}
 class WireModel(BaseModel):
     """Base class for result-file models (see module docstring)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, alias_generator=to_camel, defer_build=True
+    )
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object for this model: aliases, absent keys omitted, order kept."""

@@ -17,7 +17,11 @@ import contextlib
 import gc
 import json
 import os
+import pickle
+import signal
+import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,6 +237,79 @@ def load_run_views(path: str | os.PathLike[str]) -> ViewFile:
     only one file's parsed JSON is alive at a time.
     """
     return parse_run_views(_read_bytes(path), str(path))
+
+
+def load_run_view_files(paths: Sequence[str | os.PathLike[str]]) -> list[ViewFile]:
+    """:func:`load_run_views` of several files, read at the same time where the platform allows.
+
+    Parsing a results file is CPU-bound and holds the GIL, so threads cannot overlap two of
+    them; a forked child can. On Linux, when no other thread runs (fork copies only the
+    calling thread, so a lock another thread holds would stay locked in the child), every
+    file after the first is read in a child process that sends back its views, while this
+    process reads the first: compare reads its two 16 MB files in the time of one. Anywhere
+    else the files are read one after the other. Either way the results, and the error raised
+    for the first bad file in argument order, are the same.
+    """
+    if len(paths) < 2 or not _can_fork():
+        return [load_run_views(p) for p in paths]
+    children = [_read_in_child(p) for p in paths[1:]]
+    try:
+        first = load_run_views(paths[0])
+        return [first, *(_collect(fd, path) for (_, fd), path in zip(children, paths[1:], strict=True))]
+    finally:
+        for pid, fd in children:
+            _reap(pid, fd)
+
+
+def _can_fork() -> bool:
+    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """Fork a child that reads ``path`` and pickles ``("ok", views)`` or ``("error", err)`` into
+    a pipe; returns ``(pid, read end)``."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, which never returns
+        status = 1
+        try:
+            os.close(read_end)
+            try:
+                payload: tuple[str, Any] = ("ok", load_run_views(path))
+            except ResultFileError as err:
+                payload = ("error", err)
+            with os.fdopen(write_end, "wb") as out:
+                pickle.dump(payload, out, protocol=pickle.HIGHEST_PROTOCOL)
+            status = 0
+        finally:
+            # No interpreter shutdown in a forked child: no atexit handlers, no flushing of
+            # buffers copied from the parent, and no freeing of the parsed file.
+            os._exit(status)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(fd: int, path: str | os.PathLike[str]) -> ViewFile:
+    """The views a child read, or its error; a child that died reads the file here instead."""
+    with os.fdopen(os.dup(fd), "rb") as data:
+        raw = data.read()
+    try:
+        status, value = pickle.loads(raw)
+    except Exception:  # the child died (killed, out of memory) before sending everything
+        return load_run_views(path)
+    if status == "error":
+        raise value
+    assert isinstance(value, ViewFile)
+    return value
+
+
+def _reap(pid: int, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
 
 
 def parse_run_views(raw: bytes, source: str = "<results>") -> ViewFile:
