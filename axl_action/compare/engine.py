@@ -23,7 +23,7 @@ from axl_action.compare.models import (
     Comparison,
     ConfidenceInterval,
     CostComparison,
-    ItemChange,
+    ItemChanges,
     PartialBatch,
     ScorerComparison,
     SideInfo,
@@ -131,7 +131,7 @@ def _item_changes(
     names: Sequence[str],
     thresholds: dict[str, ResolvedThreshold],
     al: Alignment,
-) -> tuple[list[ItemChange], list[ItemChange]]:
+) -> tuple[ItemChanges, ItemChanges]:
     """Spec §2.9, vectorised: per (item, scorer), run-averaged scores compared to the threshold."""
     if al.mode == "key":
         b_idx, c_idx = al.baseline_index, al.candidate_index
@@ -159,39 +159,33 @@ def _item_changes(
         picked = np.flatnonzero(worse | better)
         parts.append((picked, order, _r3(b_avg[picked]), _r3(c_avg[picked]), delta[picked], worse[picked]))
     if not parts:
-        return [], []
+        return ItemChanges.none(), ItemChanges.none()
     pos = np.concatenate([p[0] for p in parts])
     scorer = np.concatenate([np.full(len(p[0]), p[1], dtype=np.intp) for p in parts])
     # Ordered by item index, then scorer (spec §2.9); positions follow the baseline order.
     order_ = np.lexsort((scorer, b_idx[pos]))
     pos, scorer = pos[order_], scorer[order_]
-    rows = zip(
-        b_idx[pos].tolist(),
-        c_idx[pos].tolist(),
-        scorer.tolist(),
-        np.concatenate([p[2] for p in parts])[order_].tolist(),
-        np.concatenate([p[3] for p in parts])[order_].tolist(),
-        np.concatenate([p[4] for p in parts])[order_].tolist(),
-        np.concatenate([p[5] for p in parts])[order_].tolist(),
-        pos.tolist(),
-        strict=True,
-    )
-    regressions: list[ItemChange] = []
-    improvements: list[ItemChange] = []
-    keys = al.keys
-    for bi, ci, k, b_score, c_score, d, is_worse, j in rows:
-        change = ItemChange(
-            bi,
-            inputs[bi],
-            names[k],
-            b_score,
-            c_score,
-            d,
-            ci if key_mode and ci != bi else None,
-            keys[j] if key_mode else None,
+    b_score = np.concatenate([p[2] for p in parts])[order_]
+    c_score = np.concatenate([p[3] for p in parts])[order_]
+    delta = np.concatenate([p[4] for p in parts])[order_]
+    is_worse = np.concatenate([p[5] for p in parts])[order_]
+    item_index, other = b_idx[pos], c_idx[pos]
+
+    def changes(rows: Bools) -> ItemChanges:
+        return ItemChanges(
+            item_index=item_index[rows],
+            scorer=scorer[rows],
+            names=names,
+            baseline_score=b_score[rows],
+            candidate_score=c_score[rows],
+            delta=delta[rows],
+            inputs=inputs,
+            candidate_index=np.where(other[rows] != item_index[rows], other[rows], -1) if key_mode else None,
+            key_at=pos[rows] if key_mode else None,
+            keys=al.keys if key_mode else None,
         )
-        (regressions if is_worse else improvements).append(change)
-    return regressions, improvements
+
+    return changes(is_worse), changes(~is_worse)
 
 
 def _r3(x: F64) -> F64:

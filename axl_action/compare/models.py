@@ -12,9 +12,12 @@ a sentence explaining it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args, overload
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from pydantic.alias_generators import to_camel
 
@@ -42,7 +45,9 @@ _WIRE_LAYOUT: dict[type[BaseModel], tuple[tuple[str, str, bool, bool], ...]] = {
 
 def _holds_models(annotation: Any) -> bool:
     """Whether a field's type can contain an OutputModel or an ItemChange (else plain JSON)."""
-    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or annotation is ItemChange):
+    if isinstance(annotation, type) and (
+        issubclass(annotation, BaseModel) or annotation is ItemChange or annotation is ItemChanges
+    ):
         return True
     return any(_holds_models(arg) for arg in get_args(annotation))
 
@@ -78,7 +83,7 @@ class OutputModel(BaseModel):
 
 
 def _wire(value: Any) -> Any:
-    if isinstance(value, OutputModel | ItemChange):
+    if isinstance(value, OutputModel | ItemChange | ItemChanges):
         return value.to_wire()
     if isinstance(value, dict):
         return {k: _wire(v) for k, v in value.items()}
@@ -231,6 +236,137 @@ class ItemChange:
         return out
 
 
+class ItemChanges(Sequence[ItemChange]):
+    """Item-level changes held as columns; an :class:`ItemChange` is built only when read.
+
+    A comparison of noisy 100,000-item runs has hundreds of thousands of changes, and most
+    readers want only their number (the console, the gates) or the first few (the report);
+    building every record up front cost more than the bootstrap. Indexing and iteration give
+    ``ItemChange`` records; :meth:`to_wire` writes them all for ``--json``.
+    """
+
+    __slots__ = (
+        "_baseline_score",
+        "_candidate_index",
+        "_candidate_score",
+        "_delta",
+        "_index",
+        "_inputs",
+        "_key_at",
+        "_keys",
+        "_names",
+        "_scorer",
+    )
+
+    def __init__(
+        self,
+        *,
+        item_index: npt.NDArray[np.intp],
+        scorer: npt.NDArray[np.intp],
+        names: Sequence[str],
+        baseline_score: npt.NDArray[np.float64],
+        candidate_score: npt.NDArray[np.float64],
+        delta: npt.NDArray[np.float64],
+        inputs: Sequence[Any],
+        candidate_index: npt.NDArray[np.intp] | None = None,
+        key_at: npt.NDArray[np.intp] | None = None,
+        keys: Sequence[str] | None = None,
+    ) -> None:
+        """``item_index``: baseline item per change; ``scorer``: index into ``names``;
+        ``inputs``: the baseline's item inputs (by item index); ``candidate_index``: the
+        matched candidate item per change, -1 where it is the same index (matching by key
+        only); ``key_at`` with ``keys``: each change's item key (matching by key only)."""
+        self._index = item_index
+        self._scorer = scorer
+        self._names = tuple(names)
+        self._baseline_score = baseline_score
+        self._candidate_score = candidate_score
+        self._delta = delta
+        self._inputs = inputs
+        self._candidate_index = candidate_index
+        self._key_at = key_at
+        self._keys = keys
+
+    @classmethod
+    def none(cls) -> ItemChanges:
+        """No changes."""
+        empty = np.empty(0, dtype=np.intp)
+        zeros = np.empty(0, dtype=np.float64)
+        return cls(
+            item_index=empty,
+            scorer=empty,
+            names=(),
+            baseline_score=zeros,
+            candidate_score=zeros,
+            delta=zeros,
+            inputs=(),
+        )
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @overload
+    def __getitem__(self, at: int) -> ItemChange: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[ItemChange]: ...
+
+    def __getitem__(self, at: int | slice) -> ItemChange | list[ItemChange]:
+        if isinstance(at, slice):
+            return list(self._records(*at.indices(len(self))))
+        if at < 0:
+            at += len(self)
+        if not 0 <= at < len(self):
+            raise IndexError("item change index out of range")
+        return next(self._records(at, at + 1, 1))
+
+    def __iter__(self) -> Iterator[ItemChange]:
+        return self._records(0, len(self), 1)
+
+    def _records(self, start: int, stop: int, step: int) -> Iterator[ItemChange]:
+        part = slice(start, stop, step)
+        inputs, names, keys = self._inputs, self._names, self._keys
+        index = self._index[part].tolist()
+        count = len(index)
+        other = self._candidate_index[part].tolist() if self._candidate_index is not None else [-1] * count
+        key_at = self._key_at[part].tolist() if self._key_at is not None and keys is not None else None
+        for n, (i, k, b, c, d, ci) in enumerate(
+            zip(
+                index,
+                self._scorer[part].tolist(),
+                self._baseline_score[part].tolist(),
+                self._candidate_score[part].tolist(),
+                self._delta[part].tolist(),
+                other,
+                strict=True,
+            )
+        ):
+            yield ItemChange(
+                i,
+                inputs[i],
+                names[k],
+                b,
+                c,
+                d,
+                ci if ci >= 0 else None,
+                keys[key_at[n]] if key_at is not None and keys is not None else None,
+            )
+
+    def to_wire(self) -> list[dict[str, Any]]:
+        """Every change as its JSON object, in order."""
+        return [change.to_wire() for change in self]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ItemChanges | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ItemChanges({len(self)} changes)"
+
+
 class TimingComparison(OutputModel):
     """Mean workflow time per item (ms), averaged over runs that have timing."""
 
@@ -348,9 +484,10 @@ class Comparison(OutputModel):
     """Absent unless both sides have timing."""
     cost: CostComparison | None = None
     """Absent when neither side has spend nor accounting (spec §2.11)."""
-    regressions: SkipValidation[list[ItemChange]]
-    """Item-level drops beyond the threshold, by item index then scorer."""
-    improvements: SkipValidation[list[ItemChange]]
+    regressions: SkipValidation[Sequence[ItemChange]]
+    """Item-level drops beyond the threshold, by item index then scorer (``ItemChanges`` when
+    built by ``compare_results``)."""
+    improvements: SkipValidation[Sequence[ItemChange]]
     """Item-level gains beyond the threshold."""
     summary: str
     """One-line summary (spec §2.12)."""
