@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,14 +31,32 @@ def track_uninstrumented(fn: Callable[..., Any], *args: Any, **_: Any) -> TrackR
     try:
         value = fn(*args)
     except Exception as exc:
-        return TrackResult("rejected", None, exc, accounting=uninstrumented_accounting())
-    return TrackResult("fulfilled", value, None, accounting=uninstrumented_accounting())
+        return TrackResult.finished("rejected", None, exc, uninstrumented_accounting())
+    return TrackResult.finished("fulfilled", value, None, uninstrumented_accounting())
 
 
 def tracker_for(runtime: Any) -> tuple[bool, Callable[..., TrackResult[Any]]]:
     """(instrumented, scope tracker) for ``runtime``."""
     instrumented = bool(getattr(runtime, "instrumented", True))
     return instrumented, (track if instrumented else track_uninstrumented)
+
+
+@contextlib.contextmanager
+def old_objects_frozen() -> Iterator[None]:
+    """Keep the objects that exist before a run out of the collector's way until it ends.
+
+    A run keeps every item it builds, so the cyclic collector's full passes keep finding a
+    larger heap, and they scan everything alive, the loaded modules and the dataset
+    included: on a run of 20,000 cheap items that was the largest single cost per item.
+    ``gc.freeze`` sets today's objects aside (they are not copied or changed, only not
+    scanned), and ``gc.unfreeze`` hands them back afterwards, so nothing stays uncollectable.
+    The collector keeps running on what the run itself creates.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def iso_now() -> str:

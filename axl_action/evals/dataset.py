@@ -88,9 +88,13 @@ class Dataset:
         self._dropped = []
         seen: dict[str, None] = {}
         out: list[DatasetItem] = []
+        plain = self._schema is None and self._annotations_schema is None
         for position, raw in rows:
-            at = f"{where} {label} {position}"
-            out.append(self._parse_row(raw, at, seen))
+            # A plain row needs no copy: the runner only reads it.
+            if plain and type(raw) is dict and "input" in raw and raw.keys() <= _ROW_KEYS:
+                out.append(raw)
+            else:
+                out.append(self._parse_row(raw, f"{where} {label} {position}", seen))
         self._dropped = list(seen)
         if self._dropped and self._policy == "error":
             raise DatasetError(

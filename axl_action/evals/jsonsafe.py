@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _SCALARS = (str, int, bool, type(None))
+_FLAT = frozenset(_SCALARS)
 # A value nested deeper than this is cut with "[too deeply nested]" (a circular input becomes
 # such a cut). The JSON reader (pydantic-core) refuses files nested past 200 levels, and a
 # value sits up to ~10 levels down in a results file, so this leaves room to read it back.
@@ -26,7 +27,8 @@ _MAX_DEPTH = 128
 
 
 def json_safe(value: Any, _depth: int = 0) -> Any:
-    """A JSON-compatible copy of ``value`` (the value itself when it already is one)."""
+    """A JSON-compatible copy of ``value`` (the value itself when it already is one; a flat
+    mapping of text to text, integers, booleans and nulls is returned as it is)."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -36,6 +38,11 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
         return "[too deeply nested]"
     depth = _depth + 1
     if kind is dict:  # the common case, without the slower ABC checks below
+        for k, v in value.items():
+            if type(k) is not str or type(v) not in _FLAT:
+                break
+        else:  # text keys and text/int/bool/null values: already JSON, kept without a copy
+            return value
         return {(k if type(k) is str else str(k)): json_safe(v, depth) for k, v in value.items()}
     if kind is list:
         return [json_safe(v, depth) for v in value]

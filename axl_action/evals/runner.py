@@ -26,6 +26,7 @@ from axl_action.evals.common import (
     capture_manifest,
     empty_accounting_wire,
     iso_now,
+    old_objects_frozen,
     tracker_for,
 )
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
@@ -121,6 +122,32 @@ def execute_run(
     result_id: str | None = None,
 ) -> RunRecord:
     """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`)."""
+    with old_objects_frozen():
+        return _execute_run(
+            definition,
+            runtime,
+            execute_workflow=execute_workflow,
+            concurrency=concurrency,
+            on_progress=on_progress,
+            cancel_event=cancel_event,
+            capture=capture,
+            shard=shard,
+            result_id=result_id,
+        )
+
+
+def _execute_run(
+    definition: EvalDefinition,
+    runtime: Any,
+    *,
+    execute_workflow: Callable[[Any, Any], Any] | None,
+    concurrency: int | None,
+    on_progress: ProgressCallback | None,
+    cancel_event: threading.Event | None,
+    capture: CaptureSink | None,
+    shard: tuple[int, int] | None,
+    result_id: str | None,
+) -> RunRecord:
     limit = definition.fail_on_item_error_rate
     if limit is None:
         limit = DEFAULT_ITEM_ERROR_RATE_LIMIT

@@ -210,23 +210,34 @@ def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
 _EMPTY_RECORD: dict[str, Any] = _Ledger(False).record()
 
 
-class Scope:
-    """One accounting scope (created by :func:`track`)."""
+class Scope(Generic[T]):
+    """One accounting scope: created by :func:`track`, which returns it finished.
+
+    While ``fn`` runs it is the context's current scope and collects what operations report;
+    afterwards it carries the outcome of ``fn`` (``status``, ``value``, ``error``) and what it
+    measured. One object per scope: a run opens several per item (the item, its workflow,
+    every scorer), so a second result object per scope would be a measurable share of the
+    runner's per-item cost.
+    """
 
     __slots__ = (
+        "_accounting",
         "_ledger",
+        "_open",
         "admission",
         "capture",
         "correlation",
+        "error",
         "keep_samples",
-        "open_ops",
         "parent",
         "purpose",
+        "status",
+        "value",
     )
 
     def __init__(
         self,
-        parent: Scope | None,
+        parent: Scope[Any] | None,
         purpose: Purpose,
         admission: AdmissionController | None,
         capture: CaptureSink | None,
@@ -243,7 +254,27 @@ class Scope:
         # Created by the first operation: most scopes (deterministic scorers, workflows that
         # make no call) measure nothing, and a ledger is a dozen dicts.
         self._ledger: _Ledger | None = None
-        self.open_ops: set[Operation] = set()
+        self._open: set[Operation] | None = None
+        self.status: Literal["fulfilled", "rejected"] = "fulfilled"
+        """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
+        self.value: T | None = None
+        """The return value of ``fn`` (``None`` when rejected)."""
+        self.error: BaseException | None = None
+        """The exception ``fn`` raised (``None`` when fulfilled)."""
+        self._accounting: dict[str, Any] | None = None
+
+    @classmethod
+    def finished(
+        cls,
+        status: Literal["fulfilled", "rejected"],
+        value: T | None,
+        error: BaseException | None,
+        accounting: dict[str, Any],
+    ) -> Scope[T]:
+        """A scope that ran outside the measurement rail, reporting a fixed record."""
+        scope: Scope[T] = cls(None, "generation", None, None, _NO_CORRELATION, False)
+        scope.status, scope.value, scope.error, scope._accounting = status, value, error, accounting
+        return scope
 
     @property
     def ledger(self) -> _Ledger:
@@ -253,25 +284,101 @@ class Scope:
             ledger = self._ledger = _Ledger(self.keep_samples)
         return ledger
 
-    def chain(self) -> tuple[Scope, ...]:
-        out: list[Scope] = []
-        node: Scope | None = self
+    def chain(self) -> tuple[Scope[Any], ...]:
+        out: list[Scope[Any]] = []
+        node: Scope[Any] | None = self
         while node is not None:
             out.append(node)
             node = node.parent
         return tuple(out)
 
+    def opened(self, op: Operation) -> None:
+        """``op`` was opened in this scope (callers hold ``_LOCK``)."""
+        if self._open is None:
+            self._open = set()
+        self._open.add(op)
+
+    def closed(self, op: Operation) -> None:
+        """``op`` settled, was retracted or was abandoned (callers hold ``_LOCK``)."""
+        if self._open is not None:
+            self._open.discard(op)
+
+    def abandon_open(self) -> None:
+        """Settle operations still open as unknown ``abandoned`` (the scope's ``fn`` returned)."""
+        if self._open:
+            with _LOCK:
+                for op in list(self._open):
+                    op._unknown_locked("abandoned", None)
+
+    # ---- what the scope measured (read after it finished)
+
+    @property
+    def accounting(self) -> dict[str, Any]:
+        """The scope's core ``Accounting`` record (wire form, spec §7.1); copy it to change it.
+
+        Built on first access: most scopes (deterministic scorers) measure nothing and nobody
+        reads their record.
+        """
+        if self._accounting is None:
+            if self._ledger is None:
+                # Shared by every scope that measured nothing (most items of a deterministic
+                # run): callers copy before they change a record, never edit one in place.
+                self._accounting = _EMPTY_RECORD
+            else:
+                with _LOCK:
+                    self._accounting = self._ledger.record()
+        return self._accounting
+
+    @property
+    def timing(self) -> dict[str, dict[str, float]] | None:
+        """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
+        ledger = self._ledger
+        if ledger is None or not ledger.timing:
+            return None
+        with _LOCK:
+            return {m: dict(v) for m, v in ledger.timing.items()}
+
+    @property
+    def samples(self) -> dict[str, list[CallTiming]] | None:
+        """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
+        ledger = self._ledger
+        if ledger is None or not ledger.samples:
+            return None
+        with _LOCK:
+            return {m: list(v) for m, v in ledger.samples.items()}
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        with _LOCK:
+            return ledger.metadata()
+
+    @property
+    def measured(self) -> bool:
+        """True when the scope saw at least one operation or one denied operation."""
+        ledger = self._ledger
+        if ledger is None:
+            return False
+        return ledger.total > 0 or ledger.denied > 0 or ledger.settled > 0 or ledger.unknown > 0
+
+
+#: What :func:`track` returns: the finished scope.
+TrackResult = Scope
+
 
 _NO_CORRELATION: Mapping[str, Any] = {}
-_current: ContextVar[Scope | None] = ContextVar("axl_accounting_scope", default=None)
+_current: ContextVar[Scope[Any] | None] = ContextVar("axl_accounting_scope", default=None)
 
 
-def current_scope() -> Scope | None:
+def current_scope() -> Scope[Any] | None:
     """The innermost scope of the calling context, if any."""
     return _current.get()
 
 
-def _controllers(chain: tuple[Scope, ...]) -> tuple[AdmissionController, ...]:
+def _controllers(chain: tuple[Scope[Any], ...]) -> tuple[AdmissionController, ...]:
     seen: dict[int, AdmissionController] = {}
     for scope in chain:
         if scope.admission is not None:
@@ -284,12 +391,12 @@ class Operation:
 
     __slots__ = ("_chain", "_controllers", "_dispatched", "_home", "_state", "id", "kind", "model", "purpose")
 
-    def __init__(self, kind: str, model: str | None, home: Scope | None) -> None:
+    def __init__(self, kind: str, model: str | None, home: Scope[Any] | None) -> None:
         self.id = f"op_{next(_ids)}"
         self.kind = kind
         self.model = model
         self._home = home
-        self._chain: tuple[Scope, ...] = home.chain() if home is not None else ()
+        self._chain: tuple[Scope[Any], ...] = home.chain() if home is not None else ()
         self._controllers = _controllers(self._chain)
         self.purpose: Purpose = home.purpose if home is not None else "generation"
         self._state = "open"
@@ -306,7 +413,7 @@ class Operation:
     def _close(self, state: str) -> None:
         self._state = state
         if self._home is not None:
-            self._home.open_ops.discard(self)
+            self._home.closed(self)
         if self.model is not None and self.kind in _MODEL_KINDS:
             for scope in self._chain:
                 calls = scope.ledger.model_calls
@@ -339,7 +446,7 @@ class Operation:
                         ledger.by_kind.pop(self.kind, None)
                 self._state = "retracted"
                 if self._home is not None:
-                    self._home.open_ops.discard(self)
+                    self._home.closed(self)
         raise AdmissionDeniedError(
             f"{self.kind} operation refused: the run budget is closed",
             hint="raise --budget or the eval's budget to admit more spend",
@@ -427,83 +534,8 @@ def open_operation(kind: str, *, model: str | None = None) -> Operation:
             ledger.total += 1
             ledger.by_kind[kind] = ledger.by_kind.get(kind, 0) + 1
         if home is not None:
-            home.open_ops.add(op)
+            home.opened(op)
     return op
-
-
-class TrackResult(Generic[T]):
-    """What :func:`track` reports: the outcome of ``fn`` plus what its scope measured.
-
-    The accounting record and roll-ups are built on first access: most scopes (deterministic
-    scorers) measure nothing and nobody reads their record.
-    """
-
-    __slots__ = ("_accounting", "_ledger", "error", "status", "value")
-
-    def __init__(
-        self,
-        status: Literal["fulfilled", "rejected"],
-        value: T | None,
-        error: BaseException | None,
-        ledger: _Ledger | None = None,
-        accounting: dict[str, Any] | None = None,
-    ) -> None:
-        self.status: Literal["fulfilled", "rejected"] = status
-        """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
-        self.value = value
-        """The return value (``None`` when rejected)."""
-        self.error = error
-        """The exception ``fn`` raised (``None`` when fulfilled)."""
-        self._ledger = ledger
-        self._accounting = accounting
-
-    @property
-    def accounting(self) -> dict[str, Any]:
-        """The scope's core ``Accounting`` record (wire form, spec §7.1); copy it to change it."""
-        if self._accounting is None:
-            if self._ledger is None:
-                # Shared by every scope that measured nothing (most items of a deterministic
-                # run): callers copy before they change a record, never edit one in place.
-                self._accounting = _EMPTY_RECORD
-            else:
-                with _LOCK:
-                    self._accounting = self._ledger.record()
-        return self._accounting
-
-    @property
-    def timing(self) -> dict[str, dict[str, float]] | None:
-        """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
-        ledger = self._ledger
-        if ledger is None or not ledger.timing:
-            return None
-        with _LOCK:
-            return {m: dict(v) for m, v in ledger.timing.items()}
-
-    @property
-    def samples(self) -> dict[str, list[CallTiming]] | None:
-        """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
-        ledger = self._ledger
-        if ledger is None or not ledger.samples:
-            return None
-        with _LOCK:
-            return {m: list(v) for m, v in ledger.samples.items()}
-
-    @property
-    def metadata(self) -> dict[str, Any] | None:
-        """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
-        ledger = self._ledger
-        if ledger is None:
-            return None
-        with _LOCK:
-            return ledger.metadata()
-
-    @property
-    def measured(self) -> bool:
-        """True when the scope saw at least one operation or one denied operation."""
-        ledger = self._ledger
-        if ledger is None:
-            return False
-        return ledger.total > 0 or ledger.denied > 0 or ledger.settled > 0 or ledger.unknown > 0
 
 
 _PLAIN = (dict, list, str, int, float, bool, type(None), tuple)
@@ -537,7 +569,7 @@ def track(
     capture: CaptureSink | None = None,
     capture_correlation: Mapping[str, Any] | None = None,
     capture_timing_samples: bool = False,
-) -> TrackResult[T]:
+) -> Scope[T]:
     """Run ``fn(*args)`` inside a new scope nested in the current one; never raises ``Exception``.
 
     ``purpose`` defaults to the parent's (root: generation). ``capture`` declares the capture
@@ -551,7 +583,7 @@ def track(
         correlation = {**parent.correlation, **capture_correlation}
     else:
         correlation = parent.correlation
-    scope = Scope(
+    scope: Scope[T] = Scope(
         parent,
         purpose or (parent.purpose if parent is not None else "generation"),
         admission,
@@ -560,17 +592,11 @@ def track(
         capture_timing_samples,
     )
     token = _current.set(scope)
-    status: Literal["fulfilled", "rejected"] = "fulfilled"
-    value: Any = None
-    error: BaseException | None = None
     try:
-        value = _run(fn, args)
+        scope.value = _run(fn, args)
     except Exception as exc:
-        status, error = "rejected", exc
+        scope.status, scope.error = "rejected", exc
     finally:
         _current.reset(token)
-        if scope.open_ops:
-            with _LOCK:
-                for op in list(scope.open_ops):
-                    op._unknown_locked("abandoned", None)
-    return TrackResult(status, value, error, scope._ledger)
+        scope.abandon_open()
+    return scope
