@@ -178,6 +178,11 @@ class SecretRegistry:
     def redact_deep(self, value: Any) -> Any:
         """A copy of a JSON-like value with every string (keys included) redacted; tuples
         become lists, other scalars are kept."""
+        kind = type(value)
+        if kind is str:
+            return self.redact(value)
+        if kind is int or kind is float or kind is bool or value is None:
+            return value
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, Mapping):

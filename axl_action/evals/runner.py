@@ -391,7 +391,7 @@ def _process_item(
                 note_closure(admission, "case")
             return
         value = generation.value
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(
                 f"execute_workflow must return a mapping with an output key, got {type(value).__name__}"
             )

@@ -81,7 +81,18 @@ class Scorer:
 
     def call_score(self, output: Any, input: Any, annotations: Any, context: ScorerContext) -> Any:
         """Call ``score`` with as many of the four arguments as it accepts."""
-        return self.score(*(output, input, annotations, context)[: self._score_arity])
+        # Spelled out per arity: slicing an argument tuple costs two tuples per call, and a
+        # run makes one call per item and scorer.
+        arity, score = self._score_arity, self.score
+        if arity == 4:
+            return score(output, input, annotations, context)
+        if arity == 3:
+            return score(output, input, annotations)
+        if arity == 2:
+            return score(output, input)
+        if arity == 1:
+            return score(output)
+        return score()
 
     def call_applies(self, output: Any, input: Any, annotations: Any) -> Any:
         """Call ``applies`` (must exist) with as many of the three arguments as it accepts."""
