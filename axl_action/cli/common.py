@@ -118,6 +118,8 @@ def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) 
 
 def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
     """Concatenate the per-result capture files into ``<output>.requests.jsonl``."""
+    if not any(r.get("diagnostics") for r in results):
+        return  # nothing was captured (and a run that made no call never loads the providers)
     from axl_action.providers.capture import sidecar_path
 
     target = sidecar_path(output)
