@@ -71,8 +71,10 @@ class ArtifactExpiredError(ArtifactError):
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """Replace every occurrence of each non-empty secret in ``text`` with ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` by the one redaction rule (:mod:`axl_action.redaction`), with ``secrets``
+    registered first: every derived form of a token (URL-encoded, base64, runs of it) is
+    hidden, not only the raw value."""
+    from axl_action.redaction import SECRETS
+
+    SECRETS.add_all([s for s in secrets if s])
+    return SECRETS.redact(text)

@@ -281,3 +281,24 @@ def test_deprecation_header_is_logged_once(
     fake_github.fail_next(2, 500, headers={"deprecation": "true", "sunset": "Fri, 10 Mar 2028 00:00:00 GMT"})
     _client(fake_github, token, sleeps).get_json("/repos/octo/evals")
     assert caplog.text.count("deprecated (sunset Fri, 10 Mar 2028") == 1
+
+
+def test_github_errors_hide_every_form_of_the_token() -> None:
+    # The client's redaction is the one rule: a token echoed back base64-encoded (as a Basic
+    # auth header or a JSON body may carry it) or URL-encoded is hidden too, not only the raw value.
+    import base64
+    from urllib.parse import quote
+
+    from axl_action.github.errors import redact
+
+    token = "ghs_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    forms = [
+        token,
+        quote(f"x={token}&y", safe=""),
+        base64.b64encode(token.encode()).decode(),
+        base64.b64encode(f"x-access-token:{token}".encode()).decode(),
+    ]
+    text = redact(" | ".join(forms), token)
+    for form in forms:
+        assert form not in text
+    assert token[4:16] not in text
