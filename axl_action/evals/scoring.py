@@ -188,6 +188,21 @@ def _score_one(
     return detail, message, score
 
 
+def _invalid_score(name: str, value: Any, raw_score: Any, input_: Any) -> str:
+    """Why a score is unusable, and how to fix it when the cause is a common slip."""
+    where = f"for input {describe_input(input_)}"
+    found = value if raw_score is _MISSING else raw_score
+    if isinstance(found, bool):
+        return f'Scorer "{name}" returned a bool ({found}); return a number, e.g. float(...), {where}'
+    if raw_score is _MISSING and not isinstance(value, dict):
+        return (
+            f'Scorer "{name}" returned a {type(value).__name__}, not a score; return a number in '
+            f'[0, 1] or {{"score": n}}, {where}'
+        )
+    shown = "undefined" if raw_score is _MISSING else js_string(raw_score)
+    return f'Scorer "{name}" returned out-of-range score {shown} {where}'
+
+
 def _classify(
     s: Scorer,
     value: Any,
@@ -221,14 +236,9 @@ def _classify(
         and 0 <= raw_score <= 1
     )
     if not valid:
-        shown = "undefined" if raw_score is _MISSING else js_string(raw_score)
         with_cost(detail, caller_cost)
         detail["outcome"] = "failed"
-        return (
-            detail,
-            f'Scorer "{s.name}" returned out-of-range score {shown} for input {describe_input(input_)}',
-            None,
-        )
+        return detail, _invalid_score(s.name, value, raw_score, input_), None
     rounded = round3(float(raw_score)) + 0.0
     detail["score"] = rounded
     with_cost(detail, caller_cost)

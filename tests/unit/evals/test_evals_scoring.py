@@ -55,7 +55,8 @@ def test_out_of_range_messages_use_js_number_text() -> None:
         'Scorer "nan" returned out-of-range score NaN for input {"question":"é?"}',
         'Scorer "neg" returned out-of-range score -0.5 for input {"question":"é?"}',
         'Scorer "missing" returned out-of-range score undefined for input {"question":"é?"}',
-        'Scorer "text" returned out-of-range score undefined for input {"question":"é?"}',
+        'Scorer "text" returned a str, not a score; return a number in [0, 1] or {"score": n}, '
+        'for input {"question":"é?"}',
         'Scorer "null" returned out-of-range score null for input {"question":"é?"}',
         'Scorer "inf" returned out-of-range score Infinity for input {"question":"é?"}',
     ]
