@@ -192,5 +192,8 @@ def cost_breakdown(
             x += 18
             text += f" + {unknown} unknown op{'s' if unknown != 1 else ''}"
         text += f" ({settled} settled)"
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + 15}" {_FONT} class="c-label">{_e(text, 80)}</text>')
+        label = _e(text, 80)
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 15}" {_FONT} class="c-label">{label}</text>')
+        # Wide enough for the label after the bar, whatever its length.
+        width = max(width, math.ceil(x + 6 + _CHAR_W * len(text[:80])) + 8)
     return _svg(width, height, "Known cost by purpose, and operations with unknown cost", "".join(parts))

@@ -210,3 +210,48 @@ def test_comment_screenshot(browser: Any, tmp_path: Path) -> None:
     page.screenshot(path=str(out), full_page=True)
     page.close()
     assert out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_delta_chart_labels_are_not_clipped(browser: Any, tmp_path: Path, scheme: str) -> None:
+    # "−0.150 inconclusiv": the right-hand labels once ran past the SVG's edge.
+    c = make_case(120, failed_every=23, budget_every=31)
+    for row in c.ctx.scorers:
+        row.delta, row.ci_lower, row.ci_upper, row.verdict = -0.15, -0.31, 0.02, "inconclusive"
+    path = tmp_path / "report.html"
+    path.write_text(_html(c), encoding="utf-8")
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    page = ctx.new_page()
+    page.goto(path.as_uri())
+    overflow = page.evaluate(
+        """() => Array.from(document.querySelectorAll('svg.chart')).flatMap(svg => {
+            const width = svg.viewBox.baseVal.width;
+            return Array.from(svg.querySelectorAll('text')).map(t => {
+              const b = t.getBBox();
+              return {text: t.textContent, left: b.x, right: b.x + b.width, width};
+            }).filter(b => b.left < 0 || b.right > b.width + 0.5);
+          })"""
+    )
+    labels = page.evaluate("Array.from(document.querySelectorAll('svg.chart text')).map(t => t.textContent)")
+    ctx.close()
+    assert any(label.endswith("inconclusive") for label in labels)
+    assert overflow == []
+
+
+def test_unpriced_items_read_unpriced_in_the_explorer(open_report: Any) -> None:
+    from test_numbers_shown_right import _unpriced_run
+
+    baseline = _unpriced_run("b0000000-0000-4000-8000-000000000001", "2026-11-30T12:00:00.000Z")
+    candidate = _unpriced_run("c0000000-0000-4000-8000-000000000002", "2026-11-30T13:00:00.000Z")
+    comparison = compare_results(baseline, candidate, CompareOptions(seed=1))
+    ctx = build_report_context(candidate, baseline, comparison)
+    page = open_report(render_report_html(ctx, candidate, baseline, comparison)).open()
+    cells = page.evaluate(
+        "Array.from(document.querySelectorAll('tbody tr.row')).map(r => r.children[r.children.length - 2].textContent)"
+    )
+    assert cells and set(cells) == {"unpriced"}
+    page.click("tbody tr.row")
+    page.wait_for_selector("#item-detail:not([hidden])")
+    detail = page.inner_text("#item-detail")
+    assert "unpriced_model (no price for openai:smollm2-135m)" in detail
+    assert "$0.00" not in detail.split("Generation cost")[1].split("\n")[1]
