@@ -255,3 +255,44 @@ def test_unpriced_items_read_unpriced_in_the_explorer(open_report: Any) -> None:
     detail = page.inner_text("#item-detail")
     assert "unpriced_model (no price for openai:smollm2-135m)" in detail
     assert "$0.00" not in detail.split("Generation cost")[1].split("\n")[1]
+
+
+def test_report_screenshot(browser: Any, tmp_path: Path) -> None:
+    """The README's report picture: the real HTML report of the bundled example (its Quick start).
+
+    ``UPDATE_GOLDEN=1`` writes ``docs/report.png``; otherwise the picture is taken and checked.
+    """
+    import subprocess
+    import sys
+
+    results = tmp_path / "results.json"
+    report = tmp_path / "report.html"
+    run = [sys.executable, "-m", "axl_action.cli.main"]
+    subprocess.run([*run, "examples/quickstart", "--output", str(results), "--quiet"], cwd=REPO, check=True)
+    subprocess.run(
+        [
+            *run,
+            "report",
+            str(results),
+            "--baseline",
+            "examples/quickstart/baseline.json",
+            "--html",
+            str(report),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
+    page.goto(report.as_uri())
+    page.wait_for_selector("#explorer[data-details=loaded]", timeout=15_000)
+    height = page.evaluate("document.getElementById('run').getBoundingClientRect().top")
+    out = REPO / "docs" / "report.png" if os.environ.get("UPDATE_GOLDEN") else tmp_path / "report.png"
+    # The top of the report: verdict, gates, scores and the Δ chart.
+    page.screenshot(
+        path=str(out),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": 1200, "height": min(1500, int(height) - 8)},
+    )
+    page.close()
+    assert 20_000 < out.stat().st_size < 400_000
