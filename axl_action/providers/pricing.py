@@ -154,8 +154,9 @@ class PricingTable:
             with self._lock:
                 self._missed[model_uri] = self._missed.get(model_uri, 0) + 1
             return None
-        if model_uri not in self._priced:
-            self._priced.add(model_uri)
+        if model_uri not in self._priced:  # once per model: the hot path takes no lock
+            with self._lock:
+                self._priced.add(model_uri)
         return price_usage(entry, usage)
 
     def unpriced_calls(self) -> dict[str, int]:
@@ -174,7 +175,7 @@ class PricingTable:
             return {}
         out: dict[str, str | None] = {}
         for key in self.override_keys:
-            if key in self._priced:
+            if key in called:
                 continue
             exact_case = [m for m in called if m.lower() == key.lower()]
             close = exact_case or difflib.get_close_matches(key, called, n=1, cutoff=0.6)
