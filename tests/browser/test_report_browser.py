@@ -1,7 +1,8 @@
 """The HTML report in real headless Chromium: offline, interactive, and inert to hostile text.
 
 Run with ``pytest -m browser tests/browser``. ``UPDATE_GOLDEN=1`` also refreshes
-``docs/comment.png`` (a rendered PR comment for the README).
+``docs/comment.png`` (a rendered PR comment for the README) and ``docs/report.png`` (the HTML
+report of the bundled example).
 """
 
 from __future__ import annotations
