@@ -13,8 +13,9 @@ import re
 from collections.abc import Mapping
 from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 
-from axl_action.compare.text import to_fixed
+from axl_action.redaction import redact
 from axl_action.schema import (
+    Accounting,
     Coverage,
     EvalAccounting,
     ItemColumns,
@@ -44,8 +45,12 @@ def js_round(x: float) -> int:
 
 
 def format_known_spend(accounting: EvalAccounting) -> str:
-    """``$1.50``, ``$1.50 (unverified)``, ``$0.00 (incomplete: 2 unpriced_model)``."""
-    cost = f"${to_fixed(accounting.known_cost or 0, 2)}"
+    """``$1.50``, ``$1.50 (unverified)``, ``$0.50 (incomplete: 2 unpriced_model)``.
+
+    Nothing known is not $0: ``unpriced (incomplete: 30 unpriced_model)``.
+    """
+    known = accounting.known_cost or 0
+    cost = usd(known) if known else spend_shown(known, accounting)
     if accounting.completeness == "complete":
         return cost
     if accounting.completeness == "unverified":
@@ -59,14 +64,14 @@ def format_budget_line(accounting: EvalAccounting) -> str | None:
     budget = accounting.budget
     if budget is None:
         return None
-    limit = f"${to_fixed(budget.limit, 2)}"
-    spent = f"${to_fixed(budget.known_spend, 2)}"
+    limit = usd(budget.limit)
+    spent = usd(budget.known_spend)
     if budget.status == "open":
         return f"  Budget: {spent} of {limit} (open)"
     by = f", first observed by {budget.closed_by}" if budget.closed_by else ""
     return (
         f"  Budget: STOPPED — {spent} known spend against a {limit} limit, "
-        f"${to_fixed(budget.known_overshoot, 2)} over{by}"
+        f"{usd(budget.known_overshoot)} over{by}"
     )
 
 
@@ -92,6 +97,48 @@ def format_failure_causes(items: ItemColumns) -> str | None:
         return None
     groups = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower(), kv[0]))
     return "  Failure causes: " + ", ".join(f"{n} × {label}" for label, n in groups)
+
+
+def format_item_errors(items: ItemColumns, limit: int = 3) -> list[str]:
+    """The first ``limit`` distinct errors of failed items, most frequent first, with counts.
+
+    ``Failure causes: 1 × other`` says how many, not why; the why (a missing API key, a
+    KeyError in the workflow) is the item's ``error``. Each message is redacted (the one rule
+    of :mod:`axl_action.redaction`), cleaned of control characters and cut to one line.
+    """
+    counts: dict[str, int] = {}
+    failed = ITEM_CODE["failed"]
+    for i in range(items.size):
+        error = items.errors[i]
+        code = int(items.outcome[i])
+        if error is None or (code != failed and code >= 0):  # cancelled, budget-stopped: no error of theirs
+            continue
+        text = clean(redact(error.strip().splitlines()[0] if error.strip() else error))
+        if len(text) > _ERROR_CHARS:
+            text = text[: _ERROR_CHARS - 1] + "…"
+        counts[text] = counts.get(text, 0) + 1
+    if not counts:
+        return []
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    lines = [f"  Item errors ({plural(len(ranked), 'distinct message')}):"]
+    lines += [f"    {n} × {text}" for text, n in ranked[:limit]]
+    if len(ranked) > limit:
+        lines.append(f"    … and {len(ranked) - limit} more (each item's error is in the results file)")
+    return lines
+
+
+#: Longest item error printed on the console.
+_ERROR_CHARS = 300
+
+
+def format_worst_scorer(scorer: str, side: str | None, failed: int, attempted: int) -> str:
+    """The scorer error rate as the gate tables show it: ``85% (worst: judge, candidate, 17 of 20)``.
+
+    The rate is always the worst single scorer's (``compare.gates.worst_scorer_failure``),
+    with the report with a baseline and the one without saying the same thing.
+    """
+    where = f"{clean(scorer)}, {side}" if side else clean(scorer)
+    return f"{pct(failed / attempted if attempted else 0)} (worst: {where}, {failed} of {attempted})"
 
 
 def format_coverage_line(
@@ -164,17 +211,95 @@ def signed(x: float | None, digits: int = 3) -> str:
     return f"+{x:.{digits}f}" if x > 0 else f"−{abs(x):.{digits}f}"
 
 
-def usd(x: float | None, digits: int = 2) -> str:
-    """``$1.23``; amounts below a cent keep 4 decimals so they do not read as free."""
+#: Below this an amount is float noise or a price too small to matter; shown as a bound.
+_SMALLEST_USD = 1e-8
+#: Most significant digits :func:`usd_pair` goes to when two amounts look alike.
+_MAX_SIGNIFICANT = 8
+
+
+def _usd_decimals(amount: float, significant: int) -> int:
+    """Decimals that show ``amount`` (> 0) with ``significant`` significant digits, at least 2."""
+    return max(2, significant - 1 - math.floor(math.log10(amount)))
+
+
+def _usd_fixed(x: float, decimals: int, *, trim: bool) -> str:
+    if x == 0:
+        return "$0.00"
+    sign = "-" if x < 0 else ""
+    amount = abs(x)
+    if amount < _SMALLEST_USD:
+        return f"{sign}<${_SMALLEST_USD:.8f}"
+    whole, _, frac = f"{amount:.{decimals}f}".partition(".")
+    return f"{sign}${whole}.{frac[:2]}{frac[2:].rstrip('0') if trim else frac[2:]}"
+
+
+def usd(x: float | None, significant: int = 3) -> str:
+    """Money for reading: ``$1.50``, ``$0.123``, ``$0.00128``; ``—`` when missing.
+
+    At least two decimals, and as many more as ``significant`` significant digits need, with
+    trailing zeros past the second decimal dropped. So a non-zero amount never reads ``$0.00``
+    (below a millionth of a cent it reads ``<$0.00000001``). The JSON keeps the spec's rounding;
+    this is display only, and the one money printer of the console, the comment, the summary
+    and the HTML report.
+    """
     if x is None or not _finite(x):
         return "—"
-    if 0 < abs(x) < 0.01 and digits == 2:
-        digits = 4
-    return f"-${abs(x):.{digits}f}" if x < 0 else f"${x:.{digits}f}"
+    if x == 0 or abs(x) < _SMALLEST_USD:
+        return _usd_fixed(x, 2, trim=True)
+    return _usd_fixed(x, _usd_decimals(abs(x), significant), trim=True)
+
+
+def usd_pair(a: float | None, b: float | None) -> tuple[str, str]:
+    """Two amounts side by side, with the same decimals and enough of them to tell them apart.
+
+    ``(0.001281, 0.001753)`` -> ``($0.00128, $0.00175)``; ``(0.08, 0.0742)`` -> ``($0.0800,
+    $0.0742)``; ``(1.001, 1.004)`` -> ``($1.001, $1.004)``.
+    """
+    if a is None or b is None or not (_finite(a) and _finite(b)):
+        return usd(a), usd(b)
+    nonzero = [abs(v) for v in (a, b) if abs(v) >= _SMALLEST_USD]
+    if not nonzero:
+        return usd(a), usd(b)
+    left = right = ""
+    for significant in range(3, _MAX_SIGNIFICANT + 1):
+        decimals = max(_usd_decimals(v, significant) for v in nonzero)
+        left, right = _usd_fixed(a, decimals, trim=False), _usd_fixed(b, decimals, trim=False)
+        if left != right or a == b:
+            break
+    return left, right
+
+
+def spend_shown(total: float | None, accounting: Accounting | None, money: str | None = None) -> str:
+    """One side of ``before → after``: money, or what is known about spend that is not.
+
+    ``unpriced`` when nothing was priced because a model has no price, ``unknown`` when nothing
+    could be measured, ``≥ $0.12`` when the known spend is a lower bound. ``money`` is the
+    amount already formatted (by :func:`usd_pair`).
+    """
+    text = money if money is not None else usd(total)
+    if accounting is None or accounting.completeness != "incomplete":
+        return text
+    if not total:
+        return "unpriced" if (accounting.reasons or {}).get("unpriced_model") else "unknown"
+    return f"≥ {text}"
+
+
+def spend_pair(
+    baseline: float | None,
+    baseline_accounting: Accounting | None,
+    candidate: float | None,
+    candidate_accounting: Accounting | None,
+) -> tuple[str, str]:
+    """Both sides of ``before → after`` (:func:`spend_shown`, digits from :func:`usd_pair`)."""
+    before, after = usd_pair(baseline, candidate)
+    return (
+        spend_shown(baseline, baseline_accounting, before),
+        spend_shown(candidate, candidate_accounting, after),
+    )
 
 
 def signed_usd(x: float | None) -> str:
-    """``+$0.12`` / ``−$0.12``."""
+    """``+$0.12`` / ``−$0.000472`` (a real minus sign); ``$0.00`` for no change."""
     if x is None or not _finite(x):
         return "—"
     if x == 0:

@@ -15,8 +15,9 @@
   var N = rows.length;
   var PAGE = data.pageSize || 100;
   // Row layout (see axl_action/report/explorer.py): index, title, candidate outcome,
-  // baseline outcome, flags, cost, latency, baseline scores, candidate scores, regressed scorer ids.
-  var R_I = 0, R_TITLE = 1, R_OUT = 2, R_BOUT = 3, R_FLAGS = 4, R_COST = 5, R_LAT = 6, R_B = 7, R_C = 8, R_RS = 9;
+  // baseline outcome, flags, cost, latency, baseline scores, candidate scores, regressed scorer ids,
+  // cost as shown. Money arrives formatted (axl_action/formatting.py): the page never prints it.
+  var R_I = 0, R_TITLE = 1, R_OUT = 2, R_BOUT = 3, R_FLAGS = 4, R_COST = 5, R_LAT = 6, R_B = 7, R_C = 8, R_RS = 9, R_COST_TEXT = 10;
   var F = { regressed: 1, improved: 2, changed: 4, failed: 8, budget: 16, skipped: 32, errors: 64 };
 
   var details = null;
@@ -37,10 +38,6 @@
     var r = Math.round(x * 1000) / 1000;
     if (r === 0) { return "0.000"; }
     return (r > 0 ? "+" : "−") + Math.abs(r).toFixed(3);
-  }
-  function usd(x) {
-    if (x === null || x === undefined) { return "—"; }
-    return "$" + (x > 0 && x < 0.01 ? x.toFixed(4) : x.toFixed(2));
   }
   function ms(x) {
     if (x === null || x === undefined) { return "—"; }
@@ -292,7 +289,7 @@
       }
       tr.appendChild(outcomeCell(r));
       for (var k = 0; k < scorers.length; k++) { tr.appendChild(scoreCell(r, k)); }
-      tr.appendChild(el("td", "num", usd(r[R_COST])));
+      tr.appendChild(el("td", "num", r[R_COST_TEXT]));
       tr.appendChild(el("td", "num", ms(r[R_LAT])));
       frag.appendChild(tr);
     });
@@ -510,9 +507,9 @@
     var sc = section("Cost and tokens");
     var dl = el("dl", "facts");
     var addFact = function (k, v) { dl.appendChild(el("dt", "", k)); dl.appendChild(el("dd", "", v)); };
-    addFact("Generation cost", usd(d.gc));
-    addFact("Judging cost", usd(d.jc));
-    if (hasBase) { addFact("Baseline cost", usd(d.bc)); }
+    addFact("Generation cost", d.gc);
+    addFact("Judging cost", d.jc);
+    if (hasBase) { addFact("Baseline cost", d.bc === undefined ? "—" : d.bc); }
     if (d.tok) { addFact("Tokens (in / out / reasoning)", d.tok.join(" / ")); }
     if (d.ops) { addFact("Operations (settled / unknown / denied)", d.ops.join(" / ")); }
     if (d.unp) { addFact("Unknown spend", d.unp); }

@@ -645,7 +645,7 @@ def _outputs(
         item_error_rate=pooled_item_error_rate(runs),
         regressions=len(comparison.regressions) if comparison is not None else 0,
         improvements=len(comparison.improvements) if comparison is not None else 0,
-        cost_delta=cost.delta if cost is not None else None,
+        cost_delta=cost.delta_exact if cost is not None else None,  # unrounded, like `cost`
         cost_certified=cost.certified if cost is not None else False,
         baseline_run_id=str(choice.run_id) if choice else "",
         baseline_sha=choice.head_sha if choice else "",

@@ -34,7 +34,7 @@ class ActionOutputs(BaseModel):
     """Known cost of this run in USD."""
 
     cost_delta: float | None = None
-    """Cost change against the baseline in USD."""
+    """Cost change per run against the baseline in USD, unrounded (the JSON's delta is rounded to 3 decimals)."""
 
     cost_certified: bool = False
     """Whether the cost delta is certified."""

@@ -21,7 +21,7 @@ class ArgParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         message = message.replace("argument ", "", 1) if message.startswith("argument ") else message
-        command = "axl-eval run" if self.prog == "axl-eval" else self.prog
+        command = "axl-eval run" if self.prog in ("axl-eval", "axl-eval [run]") else self.prog
         hint = f"run `{command} --help` for the flags"
         if message.startswith("unrecognized arguments: "):
             flags = message.removeprefix("unrecognized arguments: ")
@@ -97,14 +97,37 @@ class Interrupt:
 
 
 def make_runtime(pricing: str | None) -> Any:
+    """A runtime with its own price table (the bundled one, overlaid with ``--pricing``), so
+    that :func:`pricing_notes` can say afterwards which models had no price."""
+    from axl_action.providers.pricing import PricingTable
     from axl_action.runtime.runtime import Runtime
 
-    table = None
-    if pricing:
-        from axl_action.providers.pricing import PricingTable
+    return Runtime(pricing=PricingTable.load(Path(pricing) if pricing else None))
 
-        table = PricingTable.load(Path(pricing))
-    return Runtime(pricing=table)
+
+def pricing_notes(table: Any) -> list[str]:
+    """stderr lines after a run: models called without a price, and ``--pricing`` entries
+    that matched no call (with the nearest model that was called)."""
+    from axl_action.providers.pricing import PricingTable
+
+    if not isinstance(table, PricingTable):
+        return []
+    lines = []
+    missed = table.unpriced_calls()
+    if missed:
+        models = ", ".join(f"{m} ({n} call{'s' if n != 1 else ''})" for m, n in missed.items())
+        lines.append(
+            f"[axl-eval] NOTE: no price for {models}: their cost is unknown, so the run's accounting "
+            'is incomplete (unpriced_model). Add each model to a pricing file ({"version": 1, '
+            '"models": {"<provider:model>": {"input": <USD per 1M tokens>, "output": <...>}}}) and '
+            "pass it with --pricing FILE (docs/cost.md)."
+        )
+    for key, nearest in table.unmatched_overrides().items():
+        hint = f'; did you mean "{nearest}"? Keys must match the model URI exactly' if nearest else ""
+        lines.append(
+            f'[axl-eval] WARNING: pricing file {table.override_path}: "{key}" matched no call{hint}.'
+        )
+    return lines
 
 
 def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) -> Any:

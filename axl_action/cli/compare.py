@@ -135,6 +135,16 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         candidate,
         args.gates.gate_options(),
     )
+    from axl_action.compare.hints import argument_hints
+
+    for hint in argument_hints(
+        baseline[0].header,
+        candidate[0].header,
+        args.baseline,
+        args.candidate,
+        usage="axl-eval compare <baseline.json> <candidate.json>",
+    ):
+        _warn(stderr, "NOTE: " + hint)
     if isinstance(args.gates.thresholds, Mapping):
         unknown = [k for k in args.gates.thresholds if k not in comparison.scorers]
         if unknown:

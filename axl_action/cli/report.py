@@ -4,8 +4,8 @@ Writes any of: the single-file HTML report (``--html``), the PR comment Markdown
 (``--markdown``) and the job summary Markdown (``--summary``); with none of them, the HTML
 report goes next to the candidate as ``<name>.report.html``. With ``--baseline`` the two
 results are compared first (same engine and gate flags as ``axl-eval compare``). Prints the
-verdict and the paths written. Exit 0 when the reports were written; the gates decide the
-exit code of ``axl-eval compare``, not of this command.
+verdict and the paths written. Exit 0 when the reports were written, whatever the verdict;
+with ``--fail-on-gate``, 1 when a gate failed or refused (after writing the reports).
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ HELP = f"""\
 {USAGE_LINE}
        [--threshold <v>] [--fail-on-regression] [--max-item-error-rate <0..1>]
        [--max-scorer-error-rate <0..1>] [--max-cost-increase <pct>] [--seed <n>]
-       [--run-url <url>] [--report-url <url>]
+       [--run-url <url>] [--report-url <url>] [--fail-on-gate]
 
-Renders reports for a results file, compared with --baseline when given.
+Renders reports for a results file, compared with --baseline when given, and prints the
+verdict. Exit 0 once the reports are written, even when the verdict is "fail" (a report is
+usually wanted most then); with --fail-on-gate, exit 1 when a gate failed or refused.
 
   --baseline <file>             results to compare against (runs the compare engine)
   --html <file>                 write the single-file HTML report (opens offline, no network)
@@ -45,6 +47,7 @@ Renders reports for a results file, compared with --baseline when given.
   --max-cost-increase, --seed   as for `axl-eval compare`; they decide the gates shown
   --run-url <url>               link to the CI run, shown in the reports
   --report-url <url>            link to the uploaded HTML report, shown in the comment
+  --fail-on-gate                exit 1 when the verdict is "fail" (the reports are still written)
 
 With none of --html/--markdown/--summary, writes <candidate>.report.html next to the input.
 """
@@ -59,7 +62,7 @@ _VALUE_FLAGS = (
     "--report-url",
     *GATE_VALUE_FLAGS,
 )
-_BOOL_FLAGS = ("--fail-on-regression",)
+_BOOL_FLAGS = ("--fail-on-regression", "--fail-on-gate")
 
 
 @dataclass
@@ -75,6 +78,7 @@ class ReportArgs:
     suite: str | None = None
     run_url: str | None = None
     report_url: str | None = None
+    fail_on_gate: bool = False
     values: dict[str, str] = field(default_factory=dict)
 
 
@@ -99,6 +103,7 @@ def parse_args(argv: Sequence[str]) -> ReportArgs:
         gates=gates,
         run_url=values.get("--run-url"),
         report_url=values.get("--report-url"),
+        fail_on_gate="--fail-on-gate" in scanned.flags,
         values=values,
     )
     if not (args.html or args.markdown or args.summary):
@@ -150,6 +155,16 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
             candidate,
             args.gates.gate_options(),
         )
+        from axl_action.compare.hints import argument_hints
+
+        for hint in argument_hints(
+            baseline[0],
+            candidate[0],
+            args.baseline or "",
+            args.candidate,
+            usage="axl-eval report <candidate.json> --baseline <baseline.json>",
+        ):
+            print(f"[axl-eval] NOTE: {hint}", file=sys.stderr)
     info = RunInfo(
         suite=args.suite,
         run_url=args.run_url,
@@ -169,6 +184,8 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
     print(f"Verdict: {ctx.verdict}{failing}", file=stdout)
     for label, path in written:
         print(f"{label}: {path}", file=stdout)
+    if ctx.verdict == "fail" and args.fail_on_gate:
+        return 1
     return 0
 
 

@@ -25,6 +25,7 @@ from axl_action.cli.common import (
     env_int,
     make_runtime,
     positive_int,
+    pricing_notes,
     sidecar_sink,
     write_results,
 )
@@ -136,6 +137,8 @@ def run(argv: list[str]) -> int:
         print("\n" + console.format_table(view) + "\n")
     if args.output and rescored:
         write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
+    for line in pricing_notes(runtime.pricing):
+        print(line, file=sys.stderr)
     if interrupt.signum is not None:
         print(
             f"[axl-eval] Interrupted: wrote the results rescored so far ({len(rescored)} result(s)).",

@@ -25,6 +25,7 @@ from axl_action.cli.common import (
     env_int,
     make_runtime,
     positive_int,
+    pricing_notes,
     sidecar_sink,
     write_results,
 )
@@ -66,7 +67,7 @@ def _scorer_names(raw: str) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     """The run command's flags."""
     parser = ArgParser(
-        prog="axl-eval",
+        prog="axl-eval [run]",
         description="Run eval files (*_eval.py, *.eval.py, or directories of them) and write results.",
         allow_abbrev=False,
     )
@@ -131,6 +132,8 @@ def _report(view: RunView, label: str, batch_label: str | None = None) -> bool:
     for line in console.degraded_messages(result, label):
         print(line, file=sys.stderr)
         fails = True
+    for line in console.all_failed_warnings(view, label):
+        print(line, file=sys.stderr)
     for line in console.fully_skipped_notes(view, label):
         print(line, file=sys.stderr)
     return fails
@@ -161,6 +164,10 @@ def run(argv: list[str]) -> int:
         interrupt.restore()
     if args.output and results:
         write_results(Path(args.output), results, as_list=len(results) != 1)
+    elif results:
+        print("[axl-eval] NOTE: results were not saved; pass --output FILE to keep them.", file=sys.stderr)
+    for line in pricing_notes(runtime.pricing):
+        print(line, file=sys.stderr)
     if interrupt.signum is not None:
         print(
             f"[axl-eval] Interrupted: wrote the results completed so far ({len(results)} result(s)).",

@@ -1,9 +1,12 @@
-"""The compare table printed on stdout (spec §10), byte-compatible with the TS CLI."""
+"""The compare table printed on stdout (spec §10), byte-compatible with the TS CLI except
+where TS misleads: money is shown with enough digits to tell the sides apart (never ``$0.00``
+for a non-zero amount) and a side whose scorer scored nothing shows ``—``, not a mean of 0."""
 
 from __future__ import annotations
 
 from axl_action.compare.models import Comparison, ScorerComparison
 from axl_action.compare.text import pad_end, pad_start, to_fixed
+from axl_action.formatting import signed_usd, usd, usd_pair
 
 HEADER = "  Baseline  Candidate  Delta     Change"
 RULE = "  --------  ---------  --------  ------"
@@ -19,17 +22,19 @@ def _bound(x: float | None) -> str:
 
 def _row(name: str, s: ScorerComparison, width: int, has_ci: bool) -> str:
     sign = "+" if s.delta > 0 else ""
+    # A side that scored nothing has no mean (its JSON mean is 0): "—", and no change.
+    both = s.baseline_scored > 0 and s.candidate_scored > 0
     row = (
         "  "
         + pad_end(name, width)
         + "  "
-        + pad_start(to_fixed(s.baseline_mean, 3), 8)
+        + pad_start(to_fixed(s.baseline_mean, 3) if s.baseline_scored > 0 else "—", 8)
         + "  "
-        + pad_start(to_fixed(s.candidate_mean, 3), 9)
+        + pad_start(to_fixed(s.candidate_mean, 3) if s.candidate_scored > 0 else "—", 9)
         + "  "
-        + pad_start(sign + to_fixed(s.delta, 3), 8)
+        + pad_start(sign + to_fixed(s.delta, 3) if both else "—", 8)
         + "  "
-        + pad_start(sign + to_fixed(s.delta_percent, 1) + "%", 6)
+        + pad_start(sign + to_fixed(s.delta_percent, 1) + "%" if both else "—", 6)
     )
     if has_ci:
         if s.ci is not None:
@@ -62,15 +67,16 @@ def format_compare(comparison: Comparison) -> str:
         ]
     cost = comparison.cost
     if cost is not None:
-        sign = "+" if cost.delta > 0 else ""
+        # Money with enough digits to tell the sides apart, and the direction from the
+        # unrounded change (TS prints "$0.00 -> $0.00 (36.8%)" for $0.00128 -> $0.00175).
+        delta = cost.delta_exact
+        sign = "+" if delta > 0 else ""
         if cost.delta_percent is None:
-            change = f"{sign}${to_fixed(abs(cost.delta), 2)}, no % from a $0 baseline"
+            change = f"{sign}{usd(abs(delta))}, no % from a $0 baseline"
         else:
-            change = f"{sign}{to_fixed(cost.delta_percent, 1)}%"
-        lines.append(
-            f"  Cost: baseline ${to_fixed(cost.baseline_total, 2)} -> candidate "
-            f"${to_fixed(cost.candidate_total, 2)} ({change})"
-        )
+            change = f"{signed_usd(delta)}, {sign}{to_fixed(cost.delta_percent, 1)}%"
+        before, after = usd_pair(cost.baseline_exact, cost.candidate_exact)
+        lines.append(f"  Cost: baseline {before} -> candidate {after} ({change})")
         if not cost.certified:
             lines.append(f"        not certified: {cost.reason or 'costs are not comparable'}")
     lines += [

@@ -132,4 +132,4 @@ def compare_cost(
         delta_percent=round3(raw / b_avg * 100) + 0.0 if b_avg > 0 else None,
         certified=reason is None,
         reason=reason,
-    )
+    ).with_exact(b_avg, c_avg)

@@ -236,9 +236,22 @@ def summarise(
     regressions: int,
     improvements: int,
 ) -> str:
-    """The one-line summary (spec §2.12); cost appears only when certified."""
+    """The one-line summary (spec §2.12); cost appears only when certified.
+
+    Two deliberate differences from TS: the direction of the timing and cost clauses follows
+    the sign of ``delta_percent`` (unrounded values), not of the 3-decimal ``delta``, so a cost
+    that rose by less than $0.0005 is not called "cheaper"; and a scorer that scored nothing on
+    one side is said to have scored nothing there, not to have regressed (or improved) by 100%.
+    """
     parts: list[str] = []
     for name, s in scorers.items():
+        empty = [
+            side for side, n in (("baseline", s.baseline_scored), ("candidate", s.candidate_scored)) if n == 0
+        ]
+        if empty and len(empty) < 2:
+            # Its mean there is 0 only because nothing was scored: not a regression of 100%.
+            parts.append(f"'{name}' scored nothing on the {empty[0]}")
+            continue
         if abs(s.delta) > 0.001:
             direction = "improves" if s.delta > 0 else "regresses"
             sign = "+" if s.delta > 0 else ""
@@ -251,11 +264,13 @@ def summarise(
                 f"'{name}' {direction} by {sign}{to_fixed(s.delta_percent, 1)}% "
                 f"({to_fixed(s.baseline_mean, 2)} -> {to_fixed(s.candidate_mean, 2)}){sig}"
             )
+    # Direction from the percentage, which is computed from the unrounded values: the rounded
+    # ``delta`` is 0 for any change under 0.0005 ($0.0005 of cost), and TS then says "cheaper".
     if timing is not None and abs(timing.delta_percent) > 1:
-        direction = "slower" if timing.delta > 0 else "faster"
+        direction = "slower" if timing.delta_percent > 0 else "faster"
         parts.append(f"{to_fixed(abs(timing.delta_percent), 0)}% {direction}")
     if cost is not None and cost.certified and cost.delta_percent is not None and abs(cost.delta_percent) > 1:
-        direction = "more expensive" if cost.delta > 0 else "cheaper"
+        direction = "more expensive" if cost.delta_percent > 0 else "cheaper"
         parts.append(f"{to_fixed(abs(cost.delta_percent), 0)}% {direction}")
     body = ", ".join(parts) if parts else "no meaningful changes"
     return f"candidate {body} with {regressions} regressions and {improvements} improvements"

@@ -8,12 +8,13 @@ Exit code: 1 iff a gate is ``fail`` or ``refused``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from axl_action.compare.models import Comparison, Gate, GateReport, ItemErrorRate, ScorerComparison
 from axl_action.compare.text import to_fixed
 from axl_action.errors import ItemErrorRateError
+from axl_action.formatting import usd
 from axl_action.schema import (
     DEFAULT_MAX_ITEM_ERROR_RATE,
     RunHeader,
@@ -164,15 +165,56 @@ def item_error_rate_warnings(rates: Sequence[ItemErrorRate]) -> list[str]:
     ]
 
 
+def nothing_scored(failed: int, skipped: int) -> str:
+    """``nothing scored (30 failed)``: why a scorer has no mean on a side."""
+    why = [f"{failed} failed"] if failed else []
+    if skipped:
+        why.append(f"{skipped} N/A")
+    return "nothing scored" + (f" ({', '.join(why)})" if why else "")
+
+
+def _unscored_sides(s: ScorerComparison) -> list[str]:
+    return [side for side, scored, _, _ in _sides(s) if scored == 0]
+
+
+def unscored_note(s: ScorerComparison) -> str | None:
+    """``nothing scored on the candidate (30 failed)``, or None when both sides have a mean."""
+    empty = _unscored_sides(s)
+    if not empty:
+        return None
+    if len(empty) == 2:
+        return "nothing scored on either side"
+    failed, skipped = (
+        (s.baseline_failed, s.baseline_skipped)
+        if empty[0] == "baseline"
+        else (s.candidate_failed, s.candidate_skipped)
+    )
+    return nothing_scored(failed, skipped).replace("nothing scored", f"nothing scored on the {empty[0]}", 1)
+
+
 def thinned_sample_warnings(comparison: Comparison) -> list[str]:
-    """Scorers that failed on some items (spec §7.5 step 5, first signal)."""
+    """Scorers that failed on some items (spec §7.5 step 5, first signal).
+
+    A side where the scorer failed on every item has no surviving sample: the warning says
+    that nothing was scored there instead of calling its mean (0 in the JSON) a mean.
+    """
     out = []
     for name, s in comparison.scorers.items():
         if s.baseline_failed > 0 or s.candidate_failed > 0:
+            counts = (
+                f"baseline {s.baseline_failed}/{s.baseline_failed + s.baseline_scored}, "
+                f"candidate {s.candidate_failed}/{s.candidate_failed + s.candidate_scored}"
+            )
+            empty = [side for side in _unscored_sides(s) if getattr(s, f"{side}_failed") > 0]
+            if empty:
+                where = "both sides" if len(empty) == 2 else f"the {empty[0]}"
+                out.append(
+                    f'scorer "{name}" failed on every item on {where} ({counts}): nothing was scored '
+                    "there, so it has no mean to compare."
+                )
+                continue
             out.append(
-                f'scorer "{name}" failed on some items (baseline {s.baseline_failed}/'
-                f"{s.baseline_failed + s.baseline_scored}, candidate {s.candidate_failed}/"
-                f"{s.candidate_failed + s.candidate_scored}); the means above are computed over "
+                f'scorer "{name}" failed on some items ({counts}); the means above are computed over '
                 "the surviving sample."
             )
     return out
@@ -257,7 +299,7 @@ def _budget_gate(baseline: Sequence[RunHeader], candidate: Sequence[RunHeader]) 
                     else ""
                 )
                 stopped.append(
-                    f"{side} run {run.id} was stopped by its ${to_fixed(acc.budget.limit, 2)} budget{refused}"
+                    f"{side} run {run.id} was stopped by its {usd(acc.budget.limit)} budget{refused}"
                 )
     if stopped:
         return Gate(
@@ -275,7 +317,7 @@ def _budget_gate(baseline: Sequence[RunHeader], candidate: Sequence[RunHeader]) 
         status="pass",
         limit=limit,
         observed=spend,
-        message=f"Candidate spent ${to_fixed(spend or 0, 2)} of its ${to_fixed(limit, 2)} budget and was not stopped.",
+        message=f"Candidate spent {usd(spend or 0)} of its {usd(limit)} budget and was not stopped.",
     )
 
 
@@ -310,15 +352,50 @@ def _item_gate(rates: list[ItemErrorRate], limit: float) -> Gate:
     )
 
 
+@dataclass(frozen=True)
+class ScorerFailure:
+    """One scorer's failure rate on one side: what the scorer-error-rate gate observes."""
+
+    scorer: str
+    side: str | None
+    """``baseline`` / ``candidate``; None for a run judged on its own."""
+    failed: int
+    attempted: int
+    """Scored + failed calls (N/A items are not attempts)."""
+
+    @property
+    def rate(self) -> float:
+        return self.failed / self.attempted if self.attempted else 0.0
+
+
+def worst_scorer_failure(entries: Iterable[ScorerFailure]) -> ScorerFailure | None:
+    """The scorer error rate, defined once for every report: the highest failure rate of any one
+    scorer on any one side, ``failed / (scored + failed)`` (the first such scorer on ties).
+
+    Per scorer, because that is how the gate judges (each LLM scorer against the limit,
+    deterministic ones against zero): a share of all scorer calls would hide one broken scorer
+    among healthy ones.
+    """
+    worst: ScorerFailure | None = None
+    for entry in entries:
+        if entry.attempted and (worst is None or entry.rate > worst.rate):
+            worst = entry
+    return worst
+
+
+def comparison_scorer_failures(comparison: Comparison) -> list[ScorerFailure]:
+    """Each scorer on each side of a comparison."""
+    return [
+        ScorerFailure(name, side, failed, scored + failed)
+        for name, s in comparison.scorers.items()
+        for side, scored, failed, _ in _sides(s)
+    ]
+
+
 def _scorer_gate(comparison: Comparison, limit: float | None) -> Gate:
     details = thinned_sample_warnings(comparison) + divergent_skip_notes(comparison)
-    rates = [
-        failed / (scored + failed)
-        for s in comparison.scorers.values()
-        for _, scored, failed, _ in _sides(s)
-        if scored + failed > 0
-    ]
-    worst = max(rates, default=0.0)
+    found = worst_scorer_failure(comparison_scorer_failures(comparison))
+    worst = found.rate if found is not None else 0.0
     if limit is None:
         if thinned_sample_warnings(comparison):
             return Gate(
@@ -408,9 +485,9 @@ def _cost_gate(comparison: Comparison, limit: float | None) -> Gate:
             message=message,
         )
     change = (
-        f"{'+' if cost.delta > 0 else ''}{to_fixed(cost.delta_percent, 1)}%"
+        f"{'+' if cost.delta_percent > 0 else ''}{to_fixed(cost.delta_percent, 1)}%"
         if cost.delta_percent is not None
-        else f"${to_fixed(cost.baseline_total, 2)} -> ${to_fixed(cost.candidate_total, 2)} from a $0 baseline"
+        else f"{usd(cost.baseline_exact)} -> {usd(cost.candidate_exact)} from a $0 baseline"
     )
     if limit is None:
         return Gate(

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, get_args, overload
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SkipValidation
 from pydantic.alias_generators import to_camel
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
@@ -397,6 +397,31 @@ class CostComparison(OutputModel):
     """Why the delta is not certified; present exactly when ``certified`` is false."""
 
     _nullable_on_wire: ClassVar[frozenset[str]] = frozenset({"delta_percent"})
+    # The per-run averages before the spec's 3-decimal rounding (display only, never on the wire).
+    _exact: tuple[float, float] | None = PrivateAttr(default=None)
+
+    def with_exact(self, baseline: float, candidate: float) -> CostComparison:
+        """Keep the unrounded per-run averages for display; returns ``self``."""
+        self._exact = (baseline, candidate)
+        return self
+
+    @property
+    def baseline_exact(self) -> float:
+        """Baseline known cost per run, unrounded (the rounded total when not known)."""
+        return self._exact[0] if self._exact is not None else self.baseline_total
+
+    @property
+    def candidate_exact(self) -> float:
+        """Candidate known cost per run, unrounded."""
+        return self._exact[1] if self._exact is not None else self.candidate_total
+
+    @property
+    def delta_exact(self) -> float:
+        """Candidate - baseline, unrounded: its sign is the direction of the change.
+
+        ``delta`` is rounded to 3 decimals and so reads 0 for any change under $0.0005.
+        """
+        return self.candidate_exact - self.baseline_exact if self._exact is not None else self.delta
 
 
 # ---------------------------------------------------------------- compatibility

@@ -15,8 +15,10 @@ from axl_action.formatting import (
     clean,
     format_budget_line,
     format_coverage_line,
+    format_item_errors,
     format_known_spend,
     format_model_timing_lines,
+    usd,
 )
 from axl_action.schema import (
     EvalAccounting,
@@ -74,8 +76,12 @@ def format_table(view: RunView) -> str:
         lines.append("  " + clean(name).ljust(width) + values + (f"   ({', '.join(notes)})" if notes else ""))
     timing = summary.timing
     if timing:
-        secs = [to_fixed(getattr(timing, k) / 1000, 2).rjust(8) for k in ("mean", "p50", "p95")]
-        lines.append("  " + "Timing".ljust(width) + "  " + "s ".join(secs) + "s")
+        # Every column under its own header (TS prints mean/p50/p95 under Mean/Min/Max).
+        secs = "".join(
+            "  " + f"{to_fixed(getattr(timing, k) / 1000, 2)}s".rjust(8)
+            for k in ("mean", "min", "max", "p50", "p95")
+        )
+        lines.append("  " + "Timing".ljust(width) + secs)
     lines.extend(format_model_timing_lines(summary.model_timing, width))
     lines.append("")
     accounting = read_accounting(result)
@@ -88,6 +94,7 @@ def format_table(view: RunView) -> str:
     for extra in (format_budget_line(accounting), coverage):
         if extra:
             lines.append(extra)
+    lines.extend(format_item_errors(view.items))
     messages: list[str] = []
     for errors in view.items.scorer_errors.values():
         for message in errors:
@@ -117,8 +124,8 @@ def budget_stop_message(light: RunHeader, label: str) -> str | None:
         else ""
     )
     return (
-        f"[axl-eval] BUDGET STOPPED: {label} — known spend ${to_fixed(budget.known_spend, 2)} reached "
-        f"the ${to_fixed(budget.limit, 2)} limit (over by ${to_fixed(budget.known_overshoot, 2)})."
+        f"[axl-eval] BUDGET STOPPED: {label} — known spend {usd(budget.known_spend)} reached "
+        f"the {usd(budget.limit)} limit (over by {usd(budget.known_overshoot)})."
         f"{stopped} The run is incomplete by design; this is NOT a model or scorer failure."
     )
 
@@ -161,6 +168,34 @@ def degraded_messages(result: RunHeader, label: str) -> list[str]:
             f"{to_fixed(d.rate * 100, 1)}% ({d.failed}/{d.scored + d.failed}), over the {limit}."
         )
     return out
+
+
+def all_failed_warnings(view: RunView, label: str) -> list[str]:
+    """``[axl-eval] WARNING: ...`` for each scorer that failed on every item it was run on.
+
+    Such a scorer has no mean at all, whether or not a gate is configured to fail on it; its
+    first error usually says what to fix (a scorer that returns a bool, a KeyError, ...).
+    """
+    out = []
+    for name, entry in view.header.summary.scorers.items():
+        scored, failed, _ = _sample_counts(view, name, entry)
+        if failed > 0 and scored == 0:
+            first = _first_scorer_error(view, name)
+            out.append(
+                f'[axl-eval] WARNING: {label} scorer "{clean(name)}" failed on every item ({failed}/{failed}): '
+                f"it produced no score.{f' First error: {clean(first)}' if first else ''}"
+            )
+    return out
+
+
+def _first_scorer_error(view: RunView, name: str) -> str | None:
+    prefix = f'Scorer "{name}" '
+    judge = f'LLM scorer "{name}" '
+    for messages in view.items.scorer_errors.values():
+        for message in messages:
+            if message.startswith((prefix, judge)):
+                return message
+    return None
 
 
 def fully_skipped_notes(view: RunView, label: str) -> list[str]:

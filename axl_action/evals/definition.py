@@ -94,7 +94,10 @@ def validate_definition(defn: object) -> str | None:
     if not isinstance(defn, EvalDefinition):
         got = "null" if defn is None else type(defn).__name__
         return f"does not export a valid eval config — got {got}; build it with define_eval(...)."
-    missing = [n for n in ("workflow", "dataset", "scorers") if not getattr(defn, n)]
+    # An empty scorers list is not "missing": it has its own message below (spec §7.7).
+    missing = [
+        n for n in ("workflow", "dataset", "scorers") if not getattr(defn, n) and getattr(defn, n) != []
+    ]
     if missing:
         return f"does not export a valid eval config (missing {', '.join(missing)})."
     if not isinstance(defn.workflow, str):

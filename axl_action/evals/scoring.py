@@ -209,6 +209,20 @@ def _score_one(
     return detail, message, score
 
 
+def _invalid_score(name: str, value: Any, raw_score: Any, input_: Any) -> str:
+    """Why a score is unusable, and how to fix it when the cause is a common slip."""
+    where = f"for input {describe_input(input_)}"
+    found = value if raw_score is _MISSING else raw_score
+    if isinstance(found, bool):
+        # Python's True is an int; JavaScript's true is not a number, so the reference says
+        # "undefined" here. Saying what came back is what lets the author fix it.
+        return f'Scorer "{name}" returned a bool ({found}); return a number, e.g. float(...), {where}'
+    # Anything else keeps the reference's text (runner spec §4.2: a string or an object
+    # without a numeric score reads "out-of-range score undefined").
+    shown = "undefined" if raw_score is _MISSING else js_string(raw_score)
+    return f'Scorer "{name}" returned out-of-range score {shown} {where}'
+
+
 def _classify(
     s: Scorer, result: TrackResult[Any], input_: Any, duration: int, env: ScoringEnv
 ) -> tuple[dict[str, Any], str | None, float | None]:
@@ -251,14 +265,9 @@ def _classify(
         and 0 <= raw_score <= 1
     )
     if not valid:
-        shown = "undefined" if raw_score is _MISSING else js_string(raw_score)
         _with_cost(detail, result, env, caller_cost)
         detail["outcome"] = "failed"
-        return (
-            detail,
-            f'Scorer "{s.name}" returned out-of-range score {shown} for input {describe_input(input_)}',
-            None,
-        )
+        return detail, _invalid_score(s.name, value, raw_score, input_), None
     rounded = round3(float(raw_score)) + 0.0
     detail["score"] = rounded
     _with_cost(detail, result, env, caller_cost)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from axl_action.providers.base import (
     HttpProvider,
@@ -94,11 +95,24 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def with_api_version(base_url: str) -> str:
+    """``http://host:8000`` -> ``http://host:8000/v1``: a base URL without a path gets ``/v1``.
+
+    OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM) serve ``/v1/chat/completions``;
+    a base URL given as the bare server address would otherwise be a 404 on every call. A URL
+    with any path (``/v1``, ``/api/v1``, ``/openai``) is used as it is.
+    """
+    parts = urlsplit(base_url)
+    if parts.scheme and parts.netloc and parts.path in ("", "/"):
+        return urlunsplit(parts._replace(path="/v1")).rstrip("/")
+    return base_url
+
+
 def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> OpenAIProvider:
     """Build from ``OPENAI_API_KEY`` and optional ``OPENAI_BASE_URL``."""
     key = require_env(env, "OPENAI_API_KEY", provider="openai")
     return OpenAIProvider(
         api_key=key,
-        base_url=base_url_from(env, "OPENAI_BASE_URL", DEFAULT_BASE_URL),
+        base_url=with_api_version(base_url_from(env, "OPENAI_BASE_URL", DEFAULT_BASE_URL)),
         transport=transport or transport_from_env(env, "openai", key),
     )

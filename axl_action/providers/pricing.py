@@ -7,7 +7,10 @@ becomes ``incomplete``) instead of pretending it was free.
 
 from __future__ import annotations
 
+import difflib
 import json
+import threading
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -82,14 +85,34 @@ def price_usage(price: ModelPrice, usage: TokenUsage) -> float:
 
 
 class PricingTable:
-    """Prices by model URI, from the bundled table overlaid with an optional user file."""
+    """Prices by model URI, from the bundled table overlaid with an optional user file.
 
-    def __init__(self, models: dict[str, ModelPrice], *, as_of: str | None, sources: list[str]) -> None:
+    It remembers which models it was asked about, so that the CLI can name the models that
+    had no price and the override entries that matched no call (a typo in a key is otherwise
+    silent: the call is simply unpriced).
+    """
+
+    def __init__(
+        self,
+        models: dict[str, ModelPrice],
+        *,
+        as_of: str | None,
+        sources: list[str],
+        override_keys: Iterable[str] = (),
+        override_path: Path | None = None,
+    ) -> None:
         self._models = dict(models)
         self.as_of = as_of
         """``asOf`` of the bundled table (the override's when it sets one)."""
         self.sources = sources
         """Where the prices came from, in overlay order (for run metadata / debugging)."""
+        self.override_keys = tuple(override_keys)
+        """Model URIs the ``--pricing`` file names."""
+        self.override_path = override_path
+        """The ``--pricing`` file, if any."""
+        self._priced: set[str] = set()
+        self._missed: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def load(cls, override_path: Path | None = None) -> PricingTable:
@@ -106,6 +129,13 @@ class PricingTable:
             models.update(override.models)
             as_of = override.as_of or as_of
             sources.append(str(override_path))
+            return cls(
+                models,
+                as_of=as_of,
+                sources=sources,
+                override_keys=override.models,
+                override_path=override_path,
+            )
         return cls(models, as_of=as_of, sources=sources)
 
     def get(self, model_uri: str) -> ModelPrice | None:
@@ -121,8 +151,36 @@ class PricingTable:
         usage includes audio, which the table has no rate for)."""
         entry = self._models.get(model_uri)
         if entry is None or usage.audio_seconds > 0:
+            with self._lock:
+                self._missed[model_uri] = self._missed.get(model_uri, 0) + 1
             return None
+        if model_uri not in self._priced:  # once per model: the hot path takes no lock
+            with self._lock:
+                self._priced.add(model_uri)
         return price_usage(entry, usage)
+
+    def unpriced_calls(self) -> dict[str, int]:
+        """Model URI -> calls with usage that could not be priced, since this table was made."""
+        with self._lock:
+            return dict(self._missed)
+
+    def unmatched_overrides(self) -> dict[str, str | None]:
+        """``--pricing`` keys no call used -> the nearest model URI that was called (or None).
+
+        Only meaningful once something was called; empty before the first call.
+        """
+        with self._lock:
+            called = [*self._missed, *self._priced]
+        if not called:
+            return {}
+        out: dict[str, str | None] = {}
+        for key in self.override_keys:
+            if key in called:
+                continue
+            exact_case = [m for m in called if m.lower() == key.lower()]
+            close = exact_case or difflib.get_close_matches(key, called, n=1, cutoff=0.6)
+            out[key] = close[0] if close else None
+        return out
 
 
 def _read_json(path: Path) -> Any:

@@ -80,7 +80,13 @@ def _render_report_html(
             )
     names = [s.name for s in ctx.scorers] or list(cand.summary.scorers)
     explorer = build_explorer(
-        cand, base, names, regressions=regressions, improvements=improvements, pairs=pairs
+        cand,
+        base,
+        names,
+        regressions=regressions,
+        improvements=improvements,
+        pairs=pairs,
+        unpriced=ctx.cost.unpriced_models if ctx.cost is not None else (),
     )
     return render_html(ctx, explorer, candidate=cand, baseline=base)
 

@@ -16,6 +16,8 @@ from axl_action.formatting import signed, usd
 from axl_action.report.models import ScorerRow
 
 _FONT = 'font-size="11"'
+#: Widest average character of an 11px sans-serif label, in px (measured in Chromium: ~6.3).
+_CHAR_W = 7.0
 
 
 def _e(text: str, limit: int = 40) -> str:
@@ -92,9 +94,11 @@ def delta_forest(rows: Sequence[ScorerRow]) -> str:
             if v is not None and math.isfinite(v):
                 extent = max(extent, abs(v))
     extent *= 1.15
-    row_h, pad_l, pad_r, pad_t = 26, 170, 110, 22
-    width = 640
-    plot_w = width - pad_l - pad_r
+    labels = [f"{signed(r.delta)} {r.verdict}" for r in with_delta]
+    row_h, pad_l, pad_t, plot_w = 26, 170, 22, 360
+    # Room for the longest right-hand label ("−0.150 inconclusive") at 11px in any sans font.
+    pad_r = 8 + math.ceil(_CHAR_W * max(len(label) for label in labels)) + 8
+    width = pad_l + plot_w + pad_r
     height = pad_t + row_h * len(with_delta) + 22
 
     def x_of(v: float) -> float:
@@ -125,7 +129,7 @@ def delta_forest(rows: Sequence[ScorerRow]) -> str:
             f"<title>{_e(r.name, 80)}: Δ {signed(r.delta)}{ci} — {r.verdict}</title></circle>"
         )
         parts.append(
-            f'<text x="{pad_l + plot_w + 8}" y="{y + 4:.1f}" {_FONT} class="c-label">{signed(r.delta)} {r.verdict}</text>'
+            f'<text x="{pad_l + plot_w + 8}" y="{y + 4:.1f}" {_FONT} class="c-label">{labels[k]}</text>'
         )
     return _svg(width, height, "Mean score change per scorer with 95% confidence intervals", "".join(parts))
 
@@ -188,5 +192,8 @@ def cost_breakdown(
             x += 18
             text += f" + {unknown} unknown op{'s' if unknown != 1 else ''}"
         text += f" ({settled} settled)"
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + 15}" {_FONT} class="c-label">{_e(text, 80)}</text>')
+        label = _e(text, 80)
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 15}" {_FONT} class="c-label">{label}</text>')
+        # Wide enough for the label after the bar, whatever its length.
+        width = max(width, math.ceil(x + 6 + _CHAR_W * len(text[:80])) + 8)
     return _svg(width, height, "Known cost by purpose, and operations with unknown cost", "".join(parts))

@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from axl_action.compare.gates import nothing_scored, unscored_note
 from axl_action.compare.models import Comparison, GateReport
 from axl_action.formatting import (
     format_budget_line,
     format_coverage_line,
     format_failure_causes,
     format_known_spend,
+    spend_pair,
+    spend_shown,
 )
 from axl_action.report.escape import truncate
 from axl_action.report.explorer import display_text
@@ -93,6 +96,7 @@ def _scorer_rows(
                     name=name,
                     kind=types.get(name),
                     candidate_mean=stats.mean if scored else None,
+                    unscored=None if scored else nothing_scored(failed, skipped),
                     verdict="new",
                     scored=scored,
                     failed=failed,
@@ -107,14 +111,17 @@ def _scorer_rows(
     for ch in comparison.improvements:
         imp[ch.scorer] = imp.get(ch.scorer, 0) + 1
     for name, s in comparison.scorers.items():
+        # A side that scored nothing has no mean (the JSON says 0, as TS does): show "—".
+        both = s.baseline_scored > 0 and s.candidate_scored > 0
         rows.append(
             ScorerRow(
                 name=name,
                 kind=s.scorer_type if s.scorer_type != "unknown" else None,
-                baseline_mean=s.baseline_mean,
-                candidate_mean=s.candidate_mean,
-                delta=s.delta,
-                delta_percent=s.delta_percent,
+                baseline_mean=s.baseline_mean if s.baseline_scored > 0 else None,
+                candidate_mean=s.candidate_mean if s.candidate_scored > 0 else None,
+                delta=s.delta if both else None,
+                delta_percent=s.delta_percent if both else None,
+                unscored=unscored_note(s),
                 ci_lower=s.ci.lower if s.ci else None,
                 ci_upper=s.ci.upper if s.ci else None,
                 significant=s.significant,
@@ -130,6 +137,32 @@ def _scorer_rows(
             )
         )
     return rows
+
+
+def unpriced_models(runs: Sequence[EvalResult]) -> list[str]:
+    """Models that were called without a price, as far as the results can tell.
+
+    A result records *that* a call had no price (``unpriced_model`` in an item's accounting),
+    not for which model. A model is named when it was used by an item with that reason and
+    by no item whose spend was complete (a priced model settles its items completely).
+    Judge calls record no model, so an unpriced judge alone names nothing.
+    """
+    suspects: dict[str, None] = {}
+    priced: set[str] = set()
+    for run in runs:
+        for item in run.items:
+            acc = item.accounting
+            if acc is None:
+                continue
+            models = [*(item.timing or {})]
+            used = (item.metadata or {}).get("models")
+            if isinstance(used, list):
+                models += [m for m in used if isinstance(m, str)]
+            if acc.completeness == "complete":
+                priced.update(models)
+            elif (acc.reasons or {}).get("unpriced_model"):
+                suspects.update(dict.fromkeys(models))
+    return [m for m in suspects if m not in priced]
 
 
 def _stat_mean(value: Stats | float | None) -> float | None:
@@ -239,27 +272,38 @@ def _build(
     has_baseline = base is not None and comparison is not None
 
     view = run_view(cand)
-    gate_rows = [gate_row(g) for g in gates.gates] if gates is not None else own_gates(view)
+    gate_rows = [gate_row(g, comparison) for g in gates.gates] if gates is not None else own_gates(view)
     failing = [g.label for g in gate_rows if g.status in ("fail", "refused")]
     warning = [g.label for g in gate_rows if g.status == "warn"]
     verdict = "fail" if failing else ("warn" if warning else "pass")
 
     acc = read_accounting(cand)
     cost: CostBlock | None
+    unpriced = unpriced_models([*c_runs[:1], *b_runs[:1]])
     if comparison is not None and comparison.cost is not None:
         cc = comparison.cost
+        b_acc = read_accounting(base) if base is not None else None
+        before, after = spend_pair(cc.baseline_exact, b_acc, cc.candidate_exact, acc)
         cost = CostBlock(
-            candidate_total=cc.candidate_total,
+            candidate_total=cc.candidate_exact,
             candidate_text=format_known_spend(acc),
-            baseline_total=cc.baseline_total,
-            baseline_text=format_known_spend(read_accounting(base)) if base is not None else None,
-            delta=cc.delta,
+            candidate_shown=after,
+            baseline_total=cc.baseline_exact,
+            baseline_text=format_known_spend(b_acc) if b_acc is not None else None,
+            baseline_shown=before,
+            delta=cc.delta_exact,
             delta_percent=cc.delta_percent,
             certified=cc.certified,
             reason=cc.reason,
+            unpriced_models=unpriced,
         )
     else:
-        cost = CostBlock(candidate_total=acc.known_cost, candidate_text=format_known_spend(acc))
+        cost = CostBlock(
+            candidate_total=acc.known_cost,
+            candidate_text=format_known_spend(acc),
+            candidate_shown=spend_shown(acc.known_cost, acc),
+            unpriced_models=unpriced,
+        )
 
     summary = cand.summary
     coverage_line = _strip(format_coverage_line(summary.coverage, summary.item_error_rate), "Items:")

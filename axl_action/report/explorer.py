@@ -1,7 +1,8 @@
 """Item-explorer data for the HTML report: thin rows for the list, heavy text for the detail.
 
 The list must be interactive at once for 10,000 items, so each row is a small array (index,
-title, outcomes, flags, cost, latency, both sides' scores, regressed scorers). The text an
+title, outcomes, flags, cost, latency, both sides' scores, regressed scorers, the cost as
+shown). Money is formatted here by :mod:`axl_action.formatting`, never by the page's script. The text an
 item detail needs (input, annotations, both outputs, judge reasoning, errors) sits in a
 second array; above ``COMPRESS_ABOVE`` bytes it is stored raw-deflated and base64-encoded
 and the page inflates it with the browser's built-in ``DecompressionStream`` after the list
@@ -19,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from axl_action.formatting import spend_shown, usd
 from axl_action.report.escape import dumps_finite, json_for_script, script_safe, to_text, truncate
 from axl_action.schema import EvalItem, EvalResult, item_key
 
@@ -118,12 +120,38 @@ def _failure_text(item: EvalItem) -> str:
 
 
 def _item_cost(item: EvalItem | None) -> float | None:
+    """Known spend of the item (for sorting); None when it holds no cost at all."""
     if item is None:
         return None
     if item.accounting is not None:
         return item.accounting.known_cost
     total = (item.cost or 0) + (item.scorer_cost or 0)
     return total if item.cost is not None or item.scorer_cost is not None else None
+
+
+def _item_cost_text(item: EvalItem | None) -> str:
+    """The Cost cell: ``$0.00128``, ``unpriced``, ``unknown`` or ``≥ $0.002`` (one money printer)."""
+    if item is None:
+        return "—"
+    return spend_shown(_item_cost(item), item.accounting)
+
+
+def _models_of(item: EvalItem) -> list[str]:
+    names = list(item.timing or {})
+    used = (item.metadata or {}).get("models")
+    if isinstance(used, list):
+        names += [m for m in used if isinstance(m, str)]
+    return list(dict.fromkeys(names))
+
+
+def _unknown_spend(item: EvalItem, unpriced: Collection[str]) -> str | None:
+    """``1 unpriced_model (no price for openai:x)`` for an item whose spend is not all known."""
+    acc = item.accounting
+    if acc is None or acc.completeness == "complete":
+        return None
+    text = ", ".join(f"{n} {r}" for r, n in acc.reasons.items()) or acc.completeness
+    missing = [m for m in _models_of(item) if m in unpriced] if acc.reasons.get("unpriced_model") else []
+    return text + (f" (no price for {', '.join(missing)})" if missing else "")
 
 
 def _deflate(text: str) -> str:
@@ -187,11 +215,13 @@ def build_explorer(
     improvements: Collection[tuple[int, str]] = (),
     page_size: int = 100,
     pairs: Sequence[int | None] | None = None,
+    unpriced: Collection[str] = (),
 ) -> ExplorerPayload:
     """Rows and details for every candidate item.
 
     Candidate item ``i`` pairs with baseline item ``pairs[i]`` (None: not in the baseline),
-    or with baseline item ``i`` when ``pairs`` is not given.
+    or with baseline item ``i`` when ``pairs`` is not given. ``unpriced`` names the models
+    without a price, for an item's "Unknown spend" line.
     """
     index_of = {name: k for k, name in enumerate(scorers)}
     regressed_at: dict[int, list[int]] = {}
@@ -253,6 +283,7 @@ def build_explorer(
                 [b.scores.get(s) for s in scorers] if b is not None else None,
                 [item.scores.get(s) for s in scorers],
                 regressed_ids or 0,
+                _item_cost_text(item),
             ]
         )
         # Structured values stay JSON values; the page pretty-prints them on demand, which
@@ -262,8 +293,8 @@ def build_explorer(
             "in": _raw(item.input),
             "co": _raw(item.output),
             "sc": by_scorer,
-            "gc": item.cost,
-            "jc": item.scorer_cost,
+            "gc": spend_shown(item.cost, item.accounting) if item.cost is not None else "—",
+            "jc": usd(item.scorer_cost),
         }
         if item.has("annotations"):
             detail["an"] = _raw(item.annotations)
@@ -272,7 +303,7 @@ def build_explorer(
                 detail["bs"] = 1  # baseline output identical: not stored twice
             else:
                 detail["bo"] = _raw(b.output)
-            detail["bc"] = _item_cost(b)
+            detail["bc"] = _item_cost_text(b)
             detail["bl"] = b.duration
         err = _failure_text(item)
         if errors:
@@ -287,8 +318,9 @@ def build_explorer(
                 int(acc.usage.reasoning_tokens),
             ]
             detail["ops"] = [acc.operations.settled, acc.operations.unknown, acc.operations.denied]
-            if acc.completeness != "complete":
-                detail["unp"] = ", ".join(f"{n} {r}" for r, n in acc.reasons.items()) or acc.completeness
+            unknown = _unknown_spend(item, unpriced)
+            if unknown:
+                detail["unp"] = unknown
         if item.diagnostics is not None:
             detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
         sink.add(detail)

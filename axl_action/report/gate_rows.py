@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from axl_action.compare.models import Gate
-from axl_action.formatting import count, pct, signed_pct, usd
+from axl_action.compare.gates import ScorerFailure, comparison_scorer_failures, worst_scorer_failure
+from axl_action.compare.models import Comparison, Gate
+from axl_action.formatting import count, format_worst_scorer, pct, signed_pct, spend_shown, usd
 from axl_action.report.models import GateRow
 from axl_action.schema import (
     DEFAULT_MAX_ITEM_ERROR_RATE,
@@ -37,8 +38,20 @@ def _format_gate_value(name: str, value: float | None) -> str:
     return count(value)
 
 
-def gate_row(gate: Gate) -> GateRow:
-    """One compare-engine gate as a table row, its limit and observation formatted."""
+def _scorer_observed(failures: list[ScorerFailure]) -> str:
+    worst = worst_scorer_failure(failures)
+    if worst is None:
+        return "—"
+    if worst.failed == 0:
+        return f"0% (0 of {count(sum(f.attempted for f in failures))} calls)"
+    return format_worst_scorer(worst.scorer, worst.side, worst.failed, worst.attempted)
+
+
+def gate_row(gate: Gate, comparison: Comparison | None = None) -> GateRow:
+    """One compare-engine gate as a table row, its limit and observation formatted.
+
+    With the comparison, the scorer error rate names the scorer and side it was observed on.
+    """
     limit = "none" if gate.limit is None else _format_gate_value(gate.name, gate.limit)
     if gate.name == "cost" and gate.limit is not None:
         limit = f"+{gate.limit:g}%"
@@ -49,7 +62,11 @@ def gate_row(gate: Gate) -> GateRow:
         name=gate.name,
         label=GATE_LABELS.get(gate.name, gate.name),
         limit=limit,
-        observed=_format_gate_value(gate.name, gate.observed),
+        observed=(
+            _scorer_observed(comparison_scorer_failures(comparison))
+            if gate.name == "scorer-error-rate" and comparison is not None
+            else _format_gate_value(gate.name, gate.observed)
+        ),
         status=gate.status,
         message=message,
     )
@@ -83,7 +100,7 @@ def own_gates(run: Run, *, max_item_error_rate: float | None = None) -> list[Gat
                 name="budget",
                 label="Budget",
                 limit="none",
-                observed=usd(acc.known_cost),
+                observed=spend_shown(acc.known_cost, acc),
                 status="skipped",
                 message="no budget configured",
             )
@@ -108,16 +125,18 @@ def own_gates(run: Run, *, max_item_error_rate: float | None = None) -> list[Gat
             ),
         )
     )
-    counts = [sample_counts(view.items, name) for name in candidate.scorer_names]
-    failed = sum(c.failed for c in counts)
-    attempted = sum(c.scored + c.failed for c in counts)
+    failures = []
+    for name in candidate.scorer_names:
+        c = sample_counts(view.items, name)
+        failures.append(ScorerFailure(name, None, c.failed, c.scored + c.failed))
+    failed = sum(f.failed for f in failures)
     degraded = candidate.summary.degraded or []
     rows.append(
         GateRow(
             name="scorer-error-rate",
             label="Scorer error rate",
             limit="per scorer" if degraded else "none",
-            observed=f"{pct(failed / attempted if attempted else 0)} ({failed} of {attempted})",
+            observed=_scorer_observed(failures),
             status="fail" if degraded else ("warn" if failed else "pass"),
             message=(
                 "over tolerance: " + ", ".join(d.scorer for d in degraded)

@@ -63,13 +63,15 @@ class ScorerRow(_Model):
     kind: str | None = None
     """``llm`` or ``deterministic`` when the result says."""
     baseline_mean: float | None = None
-    """Baseline mean score (3 dp); None without a baseline."""
+    """Baseline mean score (3 dp); None without a baseline or when it scored nothing there."""
     candidate_mean: float | None = None
     """Candidate mean score (3 dp); None when the scorer scored nothing."""
     delta: float | None = None
-    """candidate - baseline (3 dp)."""
+    """candidate - baseline (3 dp); None unless both sides scored something."""
     delta_percent: float | None = None
     """Relative change in percent (3 dp)."""
+    unscored: str | None = None
+    """``nothing scored on the candidate (30 failed)`` when a side has no score to average."""
     ci_lower: float | None = None
     """Lower bound of the paired-bootstrap 95% CI of the delta."""
     ci_upper: float | None = None
@@ -97,18 +99,25 @@ class ScorerRow(_Model):
 
 
 class CostBlock(_Model):
-    """Spend, baseline vs candidate."""
+    """Spend, baseline vs candidate. Amounts are unrounded (the JSON's 3 decimals say $0.00
+    for most eval runs); the ``*_shown`` texts are what the reports print."""
 
     candidate_total: float
-    """Candidate known cost in USD (per run)."""
+    """Candidate known cost in USD (per run), unrounded."""
     candidate_text: str
     """``$0.42`` or ``$0.42 (incomplete: 2 usage_missing)``."""
+    candidate_shown: str = ""
+    """The candidate's side of ``before → after``: ``$0.00175``, ``unpriced``, ``≥ $0.12``."""
     baseline_total: float | None = None
-    """Baseline known cost in USD (per run)."""
+    """Baseline known cost in USD (per run), unrounded."""
     baseline_text: str | None = None
     """Baseline known spend, formatted like ``candidate_text``."""
+    baseline_shown: str | None = None
+    """The baseline's side of ``before → after``, with as many digits as the candidate's."""
     delta: float | None = None
-    """candidate - baseline in USD."""
+    """candidate - baseline in USD, unrounded (its sign is the direction)."""
+    unpriced_models: list[str] = Field(default_factory=list)
+    """Models the candidate (or baseline) called without a price (untrusted names)."""
     delta_percent: float | None = None
     """Relative change; None from a $0 baseline."""
     certified: bool | None = None

@@ -147,6 +147,11 @@ def _json_error(message: str, source: str, raw: bytes) -> ResultFileError:
     if "recursion limit" in message:
         message = f"nesting deeper than {_MAX_DEPTH} levels ({message})"
         hint = "a results file never nests that deep; check what wrote it"
+    elif source.endswith(".py"):
+        return ResultFileError(
+            f"{source} is an eval file, not a results file",
+            hint=f"run it first with `axl-eval {source} --output results.json`, then pass results.json",
+        )
     elif raw.lstrip()[:1] not in (b"{", b"["):
         hint = "pass the results JSON written by `axl-eval --output`, not an eval file or other text"
     elif b"NaN" in raw or b"Infinity" in raw:

@@ -1,7 +1,8 @@
 """The HTML report in real headless Chromium: offline, interactive, and inert to hostile text.
 
 Run with ``pytest -m browser tests/browser``. ``UPDATE_GOLDEN=1`` also refreshes
-``docs/comment.png`` (a rendered PR comment for the README).
+``docs/comment.png`` (a rendered PR comment for the README) and ``docs/report.png`` (the HTML
+report of the bundled example).
 """
 
 from __future__ import annotations
@@ -210,3 +211,89 @@ def test_comment_screenshot(browser: Any, tmp_path: Path) -> None:
     page.screenshot(path=str(out), full_page=True)
     page.close()
     assert out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_delta_chart_labels_are_not_clipped(browser: Any, tmp_path: Path, scheme: str) -> None:
+    # "−0.150 inconclusiv": the right-hand labels once ran past the SVG's edge.
+    c = make_case(120, failed_every=23, budget_every=31)
+    for row in c.ctx.scorers:
+        row.delta, row.ci_lower, row.ci_upper, row.verdict = -0.15, -0.31, 0.02, "inconclusive"
+    path = tmp_path / "report.html"
+    path.write_text(_html(c), encoding="utf-8")
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    page = ctx.new_page()
+    page.goto(path.as_uri())
+    overflow = page.evaluate(
+        """() => Array.from(document.querySelectorAll('svg.chart')).flatMap(svg => {
+            const width = svg.viewBox.baseVal.width;
+            return Array.from(svg.querySelectorAll('text')).map(t => {
+              const b = t.getBBox();
+              return {text: t.textContent, left: b.x, right: b.x + b.width, width};
+            }).filter(b => b.left < 0 || b.right > b.width + 0.5);
+          })"""
+    )
+    labels = page.evaluate("Array.from(document.querySelectorAll('svg.chart text')).map(t => t.textContent)")
+    ctx.close()
+    assert any(label.endswith("inconclusive") for label in labels)
+    assert overflow == []
+
+
+def test_unpriced_items_read_unpriced_in_the_explorer(open_report: Any) -> None:
+    from test_numbers_shown_right import _unpriced_run
+
+    baseline = _unpriced_run("b0000000-0000-4000-8000-000000000001", "2026-11-30T12:00:00.000Z")
+    candidate = _unpriced_run("c0000000-0000-4000-8000-000000000002", "2026-11-30T13:00:00.000Z")
+    comparison = compare_results(baseline, candidate, CompareOptions(seed=1))
+    ctx = build_report_context(candidate, baseline, comparison)
+    page = open_report(render_report_html(ctx, candidate, baseline, comparison)).open()
+    cells = page.evaluate(
+        "Array.from(document.querySelectorAll('tbody tr.row')).map(r => r.children[r.children.length - 2].textContent)"
+    )
+    assert cells and set(cells) == {"unpriced"}
+    page.click("tbody tr.row")
+    page.wait_for_selector("#item-detail:not([hidden])")
+    detail = page.inner_text("#item-detail")
+    assert "unpriced_model (no price for openai:smollm2-135m)" in detail
+    assert "$0.00" not in detail.split("Generation cost")[1].split("\n")[1]
+
+
+def test_report_screenshot(browser: Any, tmp_path: Path) -> None:
+    """The README's report picture: the real HTML report of the bundled example (its Quick start).
+
+    ``UPDATE_GOLDEN=1`` writes ``docs/report.png``; otherwise the picture is taken and checked.
+    """
+    import subprocess
+    import sys
+
+    results = tmp_path / "results.json"
+    report = tmp_path / "report.html"
+    run = [sys.executable, "-m", "axl_action.cli.main"]
+    subprocess.run([*run, "examples/quickstart", "--output", str(results), "--quiet"], cwd=REPO, check=True)
+    subprocess.run(
+        [
+            *run,
+            "report",
+            str(results),
+            "--baseline",
+            "examples/quickstart/baseline.json",
+            "--html",
+            str(report),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
+    page.goto(report.as_uri())
+    page.wait_for_selector("#explorer[data-details=loaded]", timeout=15_000)
+    height = page.evaluate("document.getElementById('run').getBoundingClientRect().top")
+    out = REPO / "docs" / "report.png" if os.environ.get("UPDATE_GOLDEN") else tmp_path / "report.png"
+    # The top of the report: verdict, gates, scores and the Δ chart.
+    page.screenshot(
+        path=str(out),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": 1200, "height": min(1500, int(height) - 8)},
+    )
+    page.close()
+    assert 20_000 < out.stat().st_size < 400_000

@@ -22,6 +22,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_tiny_table_is_byte_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    # Byte-exact with TS except the scorer that scored nothing: "—", not a mean of 0.000.
     code, out, err = run(capsys, str(LEGACY / "tiny3-baseline.json"), str(LEGACY / "tiny3-candidate.json"))
     assert code == 0
     assert out.splitlines()[:9] == [
@@ -32,12 +33,15 @@ def test_tiny_table_is_byte_exact(capsys: pytest.CaptureFixture[str]) -> None:
         "  ------  --------  ---------  --------  ------  ----------------  ---",
         "  a          0.700      0.400    -0.300  -42.9%  [-0.3000, -0.3000]  *",
         "  b          0.800      0.500    -0.300  -37.5%  —                   ",
-        "  never      0.000      0.000     0.000    0.0%  —                   ",
+        "  never          —          —         —       —  —                   ",
         "",
     ]
     assert "  Regressions: 4 | Improvements: 0 | Stable: 0" in out
     assert "Cost:" not in out  # two legacy $0 files: no cost block
-    assert '[axl-eval] WARNING: scorer "never" failed on some items (baseline 3/3, candidate 3/3)' in err
+    assert (
+        '[axl-eval] WARNING: scorer "never" failed on every item on both sides (baseline 3/3, candidate 3/3): '
+        "nothing was scored there, so it has no mean to compare." in err
+    )
     assert "[axl-eval] (advisory — pass --max-scorer-error-rate <0..1> to fail CI on a thinned sample)" in err
 
 

@@ -148,11 +148,11 @@ def test_budget_stop_exits_1_after_writing(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert (
-        "Budget: STOPPED — $0.01 known spend against a $0.01 limit, $0.00 over, first observed by scorer"
+        "Budget: STOPPED — $0.012 known spend against a $0.01 limit, $0.002 over, first observed by scorer"
         in (proc.stdout)
     )
     assert (
-        f"[axl-eval] BUDGET STOPPED: rescore {source} — known spend $0.01 reached the $0.01 limit"
+        f"[axl-eval] BUDGET STOPPED: rescore {source} — known spend $0.012 reached the $0.01 limit"
         in proc.stderr
     )
     assert "0 case(s) never started" in proc.stderr
@@ -171,7 +171,7 @@ def test_budget_stop_exits_1_after_writing(tmp_path: Path) -> None:
 def test_open_budget_exits_0(tmp_path: Path) -> None:
     proc = axl("rescore", str(LEGACY / "tiny3-baseline.json"), str(judge_eval(tmp_path)), "--budget", "$5")
     assert proc.returncode == 0, proc.stderr
-    assert "  Budget: $0.01 of $5.00 (open)" in proc.stdout
+    assert "  Budget: $0.012 of $5.00 (open)" in proc.stdout
     assert "BUDGET STOPPED" not in proc.stderr
 
 

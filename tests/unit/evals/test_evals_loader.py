@@ -102,7 +102,8 @@ def test_no_workflow_callback(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ("scorers=[]", "does not export a valid eval config (missing scorers)"),
+        # An empty list is not "missing" (TS: [] is truthy); it has its own message (spec §7.7).
+        ("scorers=[]", "exports an empty scorers list; at least one scorer is required."),
         (
             'scorers=[scorer("s", lambda o: 1)], concurrency=0',
             "exports an invalid concurrency (0); it must be a positive integer",

@@ -31,6 +31,33 @@ def test_terminal_progress_rewrites_one_line() -> None:
     assert stream.getvalue().count("\n") == 1
 
 
+def test_terminal_line_is_cut_to_the_terminal_width() -> None:
+    # At 80 columns a long path used to wrap, so "\r" rewrote only the last row: every update
+    # scrolled. The label loses its start, the counts stay.
+    stream, clock = io.StringIO(), Clock()
+    label = "/home/dev/projects/acme/services/support/evals/customer_support_ticket_triage_eval.py"
+    progress = Progress(label, stream, tty=True, clock=clock, width=lambda: 80)
+    for index in range(3):
+        clock.now += 1
+        progress({"type": "item_done", "itemIndex": index, "totalItems": 100, "outcome": "completed"})
+    updates = stream.getvalue().split("\r\x1b[K")[1:]
+    assert len(updates) == 3
+    for line in updates:
+        assert len(line) <= 79, line
+        assert line.startswith("…") and "ticket_triage_eval.py: " in line
+    assert updates[-1].endswith("3/100 done · 0:03 elapsed · ETA 1:37")
+    # A terminal too narrow for the counts: the line is cut, never wrapped.
+    narrow = Progress("x", io.StringIO(), tty=True, clock=clock, width=lambda: 12)
+    narrow.total, narrow.done = 100, 3
+    assert len(narrow.line(11)) == 11
+    # Short lines are left alone; without a width, the line is whole (logs).
+    assert (
+        Progress("a", io.StringIO(), tty=True, clock=clock, width=lambda: 80).line(79)
+        == "a: 0/0 done · 0:00 elapsed"
+    )
+    assert progress.line() == f"{label}: 3/100 done · 0:03 elapsed · ETA 1:37"
+
+
 def test_log_progress_is_throttled_to_the_interval() -> None:
     stream, clock = io.StringIO(), Clock()
     progress = Progress("b", stream, tty=False, clock=clock, interval=10)

@@ -91,3 +91,24 @@ def test_missing_override_file(tmp_path: Path) -> None:
 
 def test_audio_usage_is_unpriced() -> None:
     assert PricingTable.load().price("openai:gpt-4o", TokenUsage(input_tokens=1, audio_seconds=3)) is None
+
+
+def test_table_remembers_unpriced_models_and_unused_overrides(tmp_path: Path) -> None:
+
+    override = tmp_path / "prices.json"
+    override.write_text(
+        '{"version": 1, "models": {"openai:smollm2-135M": {"input": 0, "output": 0},'
+        ' "openai:gpt-4o-mini-typo": {"input": 1, "output": 1}, "acme:unused": {"input": 1, "output": 1}}}'
+    )
+    table = PricingTable.load(override)
+    assert table.unmatched_overrides() == {}  # nothing called yet: nothing to say
+    usage = TokenUsage(input_tokens=10, output_tokens=5)
+    assert table.price("openai:smollm2-135m", usage) is None
+    assert table.price("openai:smollm2-135m", usage) is None
+    assert table.price("openai:gpt-4o-mini", usage) is not None
+    assert table.unpriced_calls() == {"openai:smollm2-135m": 2}
+    assert table.unmatched_overrides() == {
+        "openai:smollm2-135M": "openai:smollm2-135m",  # differs only in case
+        "openai:gpt-4o-mini-typo": "openai:gpt-4o-mini",  # nearest by difflib
+        "acme:unused": None,
+    }

@@ -25,6 +25,7 @@ KNOWN_SAFE = {
     "' — ' if not ctx.failing_gates else '; '",
     "ctx.failing_gates | map('md') | join(', ')",
     "ctx.warning_gates | map('md') | join(', ')",
+    "c.unpriced_models[:5] | map('code', 80) | join(', ')",
     "[lim.top_items, ctx.top_regressions | length] | min",
     "[25, shown | length] | min",
 }
