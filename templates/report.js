@@ -17,7 +17,11 @@
   // Row layout (see axl_action/report/explorer.py): index, title, candidate outcome,
   // baseline outcome, flags, cost, latency, baseline scores, candidate scores, regressed scorer ids.
   var R_I = 0, R_TITLE = 1, R_OUT = 2, R_BOUT = 3, R_FLAGS = 4, R_COST = 5, R_LAT = 6, R_B = 7, R_C = 8, R_RS = 9;
-  var F = { regressed: 1, improved: 2, changed: 4, failed: 8, budget: 16, skipped: 32, errors: 64 };
+  var F = { regressed: 1, improved: 2, changed: 4, failed: 8, budget: 16, skipped: 32, errors: 64, flaky: 128 };
+  // With a baseline history: rows get an 11th column (flaky scorer ids or 0), details a score strip.
+  var R_FK = 10;
+  var hist = data.history || null;
+  function isFlaky(r, k) { return hist !== null && r[R_FK] !== 0 && r[R_FK] !== undefined && r[R_FK].indexOf(k) >= 0; }
 
   var details = null;
   var haystacks = null;
@@ -76,6 +80,9 @@
     ["skipped", "Skipped", function (r) { return (r[R_FLAGS] & F.skipped) !== 0; }],
     ["errors", "Scorer errors", function (r) { return (r[R_FLAGS] & F.errors) !== 0; }]
   ];
+  if (hist) {
+    chipDefs.push(["flaky", "Flaky ↻", function (r) { return (r[R_FLAGS] & F.flaky) !== 0; }]);
+  }
   if (!hasBase) {
     chipDefs = chipDefs.filter(function (c) { return c[0] !== "regressed" && c[0] !== "improved" && c[0] !== "changed"; });
   }
@@ -269,6 +276,11 @@
     } else {
       td.textContent = fmt(c);
     }
+    if (isFlaky(r, k)) {
+      var mark = el("span", "flaky-mark", "↻");
+      mark.title = "flaky: this item's score moves across unchanged baseline runs";
+      td.appendChild(mark);
+    }
     return td;
   }
 
@@ -411,6 +423,26 @@
   }
   function pre(text, cls) { return el("pre", cls || "out", text); }
 
+  // An item's score in each recent baseline run, then this run's, as small bars (0 to 1).
+  function stripCell(values, current, flaky) {
+    var td = el("td", "");
+    var strip = el("span", "hs-strip");
+    var all = (values || []).concat([current === undefined ? null : current]);
+    var lo = 0, hi = 1;
+    all.forEach(function (v) { if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    all.forEach(function (v, j) {
+      var last = j === all.length - 1;
+      var bar = el("span", "hs-bar" + (last ? " hs-cand" : "") + (v === null || v === undefined ? " hs-none" : ""));
+      if (v !== null && v !== undefined) { bar.style.height = Math.max(1, Math.round(16 * (v - lo) / (hi - lo || 1))) + "px"; }
+      bar.title = (last ? "this run" : hist.labels[j] || "") + ": " + fmt(v);
+      strip.appendChild(bar);
+    });
+    strip.setAttribute("aria-label", "score history: " + all.map(function (v) { return fmt(v); }).join(", "));
+    td.appendChild(strip);
+    if (flaky) { var f = el("span", "flaky-mark", "↻ flaky"); td.appendChild(f); }
+    return td;
+  }
+
   function renderDetail() {
     detail.textContent = "";
     var i = state.item;
@@ -435,7 +467,9 @@
     var st = section("Scores");
     var t = el("table", "mini");
     var hr = el("tr");
-    (hasBase ? ["Scorer", "Baseline", "Candidate", "Δ", "Outcome"] : ["Scorer", "Score", "Outcome"]).forEach(function (h) { hr.appendChild(el("th", "", h)); });
+    var heads = hasBase ? ["Scorer", "Baseline", "Candidate", "Δ", "Outcome"] : ["Scorer", "Score", "Outcome"];
+    if (hist) { heads.push("History (" + hist.labels.length + " baselines, then this run)"); }
+    heads.forEach(function (h) { hr.appendChild(el("th", "", h)); });
     t.appendChild(hr);
     scorers.forEach(function (name, k) {
       var tr = el("tr");
@@ -451,6 +485,7 @@
         tr.appendChild(el("td", "num", fmt(r[R_C][k])));
       }
       tr.appendChild(el("td", "", s && s.o ? s.o.replace("_", " ") : "—"));
+      if (hist) { tr.appendChild(stripCell(d.hs ? d.hs[k] : null, r[R_C][k], isFlaky(r, k))); }
       t.appendChild(tr);
     });
     st.appendChild(t);

@@ -29,6 +29,7 @@ FLAG_FAILED = 8
 FLAG_BUDGET = 16
 FLAG_SKIPPED = 32
 FLAG_SCORER_ERRORS = 64
+FLAG_FLAKY = 128
 
 #: Detail JSON larger than this is deflated (a 10,000-item run stays well under 10 MB).
 COMPRESS_ABOVE = 1_000_000
@@ -42,6 +43,19 @@ CHUNK_ITEMS = 1000
 MAX_FIELD_CHARS = 20_000
 TITLE_CHARS = 100
 REASON_KEYS = ("reasoning", "reason", "explanation", "rationale")
+
+
+@dataclass(frozen=True)
+class ExplorerHistory:
+    """Per candidate item, its recent baseline scores and the scorers it is flaky for
+    (``axl_action.history.panel.item_history``)."""
+
+    labels: list[str]
+    """The baseline runs the strips cover, oldest first (short commits)."""
+    strips: list[list[list[float | None]] | None]
+    """Per item: per scorer, its score in each of those runs (None: no history for it)."""
+    flaky: list[list[int]]
+    """Per item: indices of the scorers it is flaky for."""
 
 
 @dataclass(frozen=True)
@@ -187,11 +201,13 @@ def build_explorer(
     improvements: Collection[tuple[int, str]] = (),
     page_size: int = 100,
     pairs: Sequence[int | None] | None = None,
+    history: ExplorerHistory | None = None,
 ) -> ExplorerPayload:
     """Rows and details for every candidate item.
 
     Candidate item ``i`` pairs with baseline item ``pairs[i]`` (None: not in the baseline),
-    or with baseline item ``i`` when ``pairs`` is not given.
+    or with baseline item ``i`` when ``pairs`` is not given. With ``history``, rows carry the
+    flaky flag and an 11th column (flaky scorer indices or 0), details the score strip (``hs``).
     """
     index_of = {name: k for k, name in enumerate(scorers)}
     regressed_at: dict[int, list[int]] = {}
@@ -221,6 +237,9 @@ def build_explorer(
         errors = item.scorer_errors or []
         if errors:
             flags |= FLAG_SCORER_ERRORS
+        flaky_ids = history.flaky[i] if history is not None and i < len(history.flaky) else []
+        if flaky_ids:
+            flags |= FLAG_FLAKY
         c_details = item.score_details or {}
         b_details = (b.score_details or {}) if b is not None else {}
         by_scorer: list[dict[str, Any] | None] = []
@@ -255,6 +274,8 @@ def build_explorer(
                 regressed_ids or 0,
             ]
         )
+        if history is not None:
+            rows[-1].append(flaky_ids or 0)
         # Structured values stay JSON values; the page pretty-prints them on demand, which
         # is far cheaper than Python's indenting encoder for 10,000 items.
         detail: dict[str, Any] = {
@@ -291,6 +312,8 @@ def build_explorer(
                 detail["unp"] = ", ".join(f"{n} {r}" for r, n in acc.reasons.items()) or acc.completeness
         if item.diagnostics is not None:
             detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
+        if history is not None and i < len(history.strips) and history.strips[i] is not None:
+            detail["hs"] = history.strips[i]
         sink.add(detail)
 
     rows_doc = {
@@ -300,6 +323,8 @@ def build_explorer(
         "pageSize": page_size,
         "rows": rows,
     }
+    if history is not None:
+        rows_doc["history"] = {"labels": history.labels}
     details_text, encoding = sink.finish()
     return ExplorerPayload(
         rows_json=json_for_script(rows_doc),
