@@ -85,7 +85,7 @@ def read_baseline_history(lookup: BaselineLookup, *, suite: str, seed: bool = Fa
         run_id = str(choice.run_id)
         if history is None or not any(e.summary.run_id == run_id for e in history.entries):
             entry = history_entry(_views(lookup.results), run_id=run_id, commit=choice.head_sha)
-            history = append(history or History(suite=suite), entry)
+            history = append(history if history is not None else History(suite=suite), entry)
     return BaselineHistory(history=history, warnings=warnings)
 
 
@@ -119,7 +119,7 @@ def extend_history(
         commit=commit,
         previous=_views(previous_results) if previous_results is not None else None,
     )
-    base = previous or History(suite=suite)
+    base = previous if previous is not None else History(suite=suite)
     history = append(History(entries=base.entries, limit=limit, suite=suite), entry, limit=limit)
     encoded = history_bytes(history, gzipped=True)
     return StoredHistory(data=encoded.data, rows=len(history), dropped=encoded.dropped)

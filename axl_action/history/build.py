@@ -221,7 +221,7 @@ def append(history: History | None, entry: HistoryEntry, *, limit: int | None = 
     A row of the same workflow run (a re-run job) or, outside GitHub, of the same result is
     replaced rather than repeated.
     """
-    base = history or History()
+    base = history if history is not None else History()
     keep = min(limit if limit is not None else base.limit, MAX_ROWS)
     entries = [e for e in base.entries if not _same_run(e.summary, entry.summary)]
     entries.append(entry)
@@ -272,8 +272,8 @@ def _item_bytes(entry: HistoryEntry) -> int:
     """About how many bytes an entry's item data takes in the file."""
     if entry.keys is None:
         return 0
-    scores = sum(len(_json(_compact(v))) for v in entry.scores.values())
-    return scores + 16 * len(entry.keys)
+    scores = sum(len(_json(_compact(v))) + len(name) + 4 for name, v in entry.scores.items())
+    return scores + 40  # "keyRanges" and "scores" keys, usually one range
 
 
 @dataclass(frozen=True)
