@@ -13,17 +13,26 @@ import json
 import re
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.action.test_action_e2e import Harness, h  # noqa: F401  (the fixture)
+from tests.e2e.action.test_action_e2e import Harness
+from tests.fakes.github_server import FakeGitHub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "history"))
-from history_synth import Suite, run_wire, timestamp  # noqa: E402
+from history_synth import Suite, run_wire, timestamp
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Iterator[Harness]:
+    with FakeGitHub() as gh:
+        yield Harness(gh, tmp_path)
+
 
 SUITE = Suite(n=30, kinds={"judge": "levels", "exact": "deterministic"}, seed=5, day_sigma=0.03)
 
