@@ -10,62 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from history_cases import REPO, case_history, with_history
 from markdown_it import MarkdownIt
 from report_cases import RUN_INFO, XSS, Case, make_case
 
-from axl_action.history import History, HistoryEntry, ScorerPoint, append, history_entry
-from axl_action.history.analysis import HistoryAnalysis, analyse, change_key
+from axl_action.history.analysis import analyse, change_key
 from axl_action.history.panel import sparkline
 from axl_action.report import build_report_context, render_comment, render_report_html, render_summary
 from axl_action.report.explorer import FLAG_FLAKY
 from axl_action.report.html import script_hash
-from axl_action.schema import run_view
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
-REPO = "https://github.com/acme/app"
-
-
-def case_history(case: Case, rows: int = 8, flaky: frozenset[str] = frozenset()) -> History:
-    """``rows`` baseline runs of the case's baseline: the means wobble a little, and the items
-    whose keys are in ``flaky`` flip between 0 and 1 on every run."""
-    view = run_view(case.baseline)
-    history = History(suite="qa/main")
-    for k in range(rows):
-        entry = history_entry([view], run_id=str(100 + k), commit=f"{k + 1:040x}")
-        scores = {name: values.copy() for name, values in entry.scores.items()}
-        assert entry.keys is not None
-        for i, key in enumerate(entry.keys):
-            if key in flaky:
-                for values in scores.values():
-                    values[i] = float(k % 2)
-        wobble = 0.01 * ((k * 7) % 5 - 2)
-        summary = entry.summary.model_copy(
-            update={
-                "scorers": {
-                    name: ScorerPoint(
-                        type=p.type, mean=(p.mean or 0) + wobble, n=p.n, scored=p.scored, failed=p.failed
-                    )
-                    for name, p in entry.summary.scorers.items()
-                }
-            }
-        )
-        history = append(history, HistoryEntry(summary=summary, keys=entry.keys, scores=scores))
-    return history
-
-
-def with_history(case: Case, history: History) -> tuple[HistoryAnalysis, object]:
-    header = case.baseline
-    analysis = analyse(
-        history,
-        scorers=header.scorer_names,
-        types=header.scorer_types,
-        comparison=case.comparison,
-        repository_url=REPO,
-    )
-    ctx = build_report_context(
-        case.candidate, case.baseline, case.comparison, case.gates, RUN_INFO, history=analysis
-    )
-    return analysis, ctx
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +41,11 @@ def test_sparkline_scales_between_the_lowest_and_highest() -> None:
 def test_context_gets_bands_panel_and_flaky_marks(case: Case) -> None:
     flaky = frozenset(regressed_keys(case)[:2])
     analysis, ctx = with_history(case, case_history(case, flaky=flaky))
-    assert ctx.history is not None  # type: ignore[attr-defined]
-    panel = ctx.history  # type: ignore[attr-defined]
+    assert ctx.history is not None
+    panel = ctx.history
     assert len(panel.runs) == 8 and panel.runs[-1].commit_url == f"{REPO}/commit/{8:040x}"
     assert panel.runs[-1].run_url == f"{REPO}/actions/runs/107"
-    for row in ctx.scorers:  # type: ignore[attr-defined]
+    for row in ctx.scorers:
         assert row.noise_band == pytest.approx(analysis.bands[row.name].band)
         assert row.noise_moves == 7
     flaky_regs = sum(1 for ch in case.comparison.regressions if change_key(ch) in flaky)
@@ -100,7 +55,7 @@ def test_context_gets_bands_panel_and_flaky_marks(case: Case) -> None:
         panel.headline
         == f"{len(case.comparison.regressions)} regressions, {flaky_regs} of them on flaky items"
     )
-    top = ctx.top_regressions  # type: ignore[attr-defined]
+    top = ctx.top_regressions
     marks = [it.flaky for it in top]
     assert marks == sorted(marks), "items whose regressions are all on flaky scores come last"
     assert any(marks)
@@ -109,7 +64,7 @@ def test_context_gets_bands_panel_and_flaky_marks(case: Case) -> None:
 
 def test_comment_shows_the_band_next_to_each_delta_and_one_row_per_scorer(case: Case) -> None:
     _, ctx = with_history(case, case_history(case, flaky=frozenset(regressed_keys(case)[:1])))
-    text = render_comment(ctx)  # type: ignore[arg-type]
+    text = render_comment(ctx)
     assert re.search(r"\| exact \| [0-9.]+ \| [0-9.]+ \| [−+]?[0-9.]+ <sub>±0\.\d{3}</sub> \|", text), text
     rows = [line for line in text.splitlines() if "baseline runs vary ±" in line]
     assert len(rows) == 4
@@ -122,16 +77,16 @@ def test_comment_shows_the_band_next_to_each_delta_and_one_row_per_scorer(case: 
     ), rows
     assert "of them on flaky items** 🔁" in text
     assert "🔁" in text.split("#### Top regressions", 1)[1]
-    summary = render_summary(ctx)  # type: ignore[arg-type]
+    summary = render_summary(ctx)
     assert "baseline runs vary ±" in summary and "🔁" in summary
 
 
 def test_sparkline_rows_are_the_first_thing_the_comment_trims(case: Case) -> None:
     _, ctx = with_history(case, case_history(case))
-    full = render_comment(ctx)  # type: ignore[arg-type]
+    full = render_comment(ctx)
     history_block = full.split("<details open><summary><b>History</b>", 1)[1].split("</details>", 1)[0]
     limit = len(full) - 40
-    trimmed = render_comment(ctx, limit=limit)  # type: ignore[arg-type]
+    trimmed = render_comment(ctx, limit=limit)
     assert len(trimmed) <= limit
     assert "<b>History</b>" not in trimmed and "history sparklines left out" in trimmed
     # Nothing else went: the same regressed items with the same excerpts, the bands in the table.
@@ -179,7 +134,7 @@ def test_history_template_marks_only_the_charts_safe() -> None:
 def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
     flaky = frozenset(regressed_keys(case)[:3])
     analysis, ctx = with_history(case, case_history(case, flaky=flaky))
-    html = render_report_html(ctx, case.candidate, case.baseline, case.comparison, history=analysis)  # type: ignore[arg-type]
+    html = render_report_html(ctx, case.candidate, case.baseline, case.comparison, history=analysis)
     assert 'id="history"' in html and html.count('class="chart h-chart"') == 4 + 2  # scorers, cost, latency
     assert html.count('class="h-cand"') + html.count('class="h-cand h-hollow"') == 6
     assert 'class="h-band"' in html and "data-tip=" in html
