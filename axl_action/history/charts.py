@@ -190,12 +190,18 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
             + ("" if panel.candidate_cost_complete else " (incomplete: a lower bound)"),
             hollow=not panel.candidate_cost_complete,
         )
+    costs = [r.cost for r in runs] + ([panel.candidate_cost] if panel.candidate_cost is not None else [])
+    fine = bool(costs) and max(costs) - min(costs) < 0.05
+
+    def cost_fmt(x: float | None) -> str:
+        return usd(x, 4) if fine and x is not None and x < 10 else usd(x)
+
     out.append(
         trend_chart(
             "Cost per run (known)",
             cost_points,
             cost_cand,
-            fmt=usd,
+            fmt=cost_fmt,
             floor=0.0,
             first_label=first,
             last_label=last,

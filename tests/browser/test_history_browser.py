@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_cases import case_history, with_history
+from history_cases import case_history, commit_of, with_history
 from report_cases import make_case
 
 from axl_action.history.analysis import change_key
@@ -79,7 +79,8 @@ def test_panel_reads_without_javascript(page_for: Any, report: Path, scheme: str
     rows = page.locator("#history-runs tbody tr")
     assert rows.count() == 12
     assert (
-        rows.first.locator("a").first.get_attribute("href") == f"https://github.com/acme/app/commit/{1:040x}"
+        rows.first.locator("a").first.get_attribute("href")
+        == f"https://github.com/acme/app/commit/{commit_of(0)}"
     )
     fill = page.evaluate("getComputedStyle(document.querySelector('#history .h-cand')).fill")
     assert fill == CANDIDATE[scheme]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from report_cases import RUN_INFO, Case
 
 from axl_action.history import History, HistoryEntry, ScorerPoint, append, history_entry
@@ -13,13 +15,18 @@ from axl_action.schema import run_view
 REPO = "https://github.com/acme/app"
 
 
+def commit_of(k: int) -> str:
+    """A made-up 40-hex commit SHA for baseline run ``k``."""
+    return hashlib.sha1(f"commit {k}".encode()).hexdigest()
+
+
 def case_history(case: Case, rows: int = 8, flaky: frozenset[str] = frozenset()) -> History:
     """``rows`` baseline runs of the case's baseline: the means wobble a little, and the items
     whose keys are in ``flaky`` flip between 0 and 1 on every run."""
     view = run_view(case.baseline)
     history = History(suite="qa/main")
     for k in range(rows):
-        entry = history_entry([view], run_id=str(100 + k), commit=f"{k + 1:040x}")
+        entry = history_entry([view], run_id=str(100 + k), commit=commit_of(k))
         scores = {name: values.copy() for name, values in entry.scores.items()}
         assert entry.keys is not None
         for i, key in enumerate(entry.keys):
@@ -29,12 +36,17 @@ def case_history(case: Case, rows: int = 8, flaky: frozenset[str] = frozenset())
         wobble = 0.01 * ((k * 7) % 5 - 2)
         summary = entry.summary.model_copy(
             update={
+                "date": f"2026-11-{1 + k:02d}T09:{(k * 13) % 60:02d}:00.000Z",
+                "cost": entry.summary.cost.model_copy(
+                    update={"known": entry.summary.cost.known * (1 + 0.02 * k)}
+                ),
+                "latency_ms": (entry.summary.latency_ms or 0) * (1 + 0.03 * ((k * 5) % 7)),
                 "scorers": {
                     name: ScorerPoint(
                         type=p.type, mean=(p.mean or 0) + wobble, n=p.n, scored=p.scored, failed=p.failed
                     )
                     for name, p in entry.summary.scorers.items()
-                }
+                },
             }
         )
         history = append(history, HistoryEntry(summary=summary, keys=entry.keys, scores=scores))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from history_cases import REPO, case_history, with_history
+from history_cases import REPO, case_history, commit_of, with_history
 from markdown_it import MarkdownIt
 from report_cases import RUN_INFO, XSS, Case, make_case
 
@@ -43,7 +43,7 @@ def test_context_gets_bands_panel_and_flaky_marks(case: Case) -> None:
     analysis, ctx = with_history(case, case_history(case, flaky=flaky))
     assert ctx.history is not None
     panel = ctx.history
-    assert len(panel.runs) == 8 and panel.runs[-1].commit_url == f"{REPO}/commit/{8:040x}"
+    assert len(panel.runs) == 8 and panel.runs[-1].commit_url == f"{REPO}/commit/{commit_of(7)}"
     assert panel.runs[-1].run_url == f"{REPO}/actions/runs/107"
     for row in ctx.scorers:
         assert row.noise_band == pytest.approx(analysis.bands[row.name].band)
@@ -138,7 +138,7 @@ def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
     assert 'id="history"' in html and html.count('class="chart h-chart"') == 4 + 2  # scorers, cost, latency
     assert html.count('class="h-cand"') + html.count('class="h-cand h-hollow"') == 6
     assert 'class="h-band"' in html and "data-tip=" in html
-    assert f'href="{REPO}/commit/{1:040x}"' in html
+    assert f'href="{REPO}/commit/{commit_of(0)}"' in html
     # One inline script (report + history), allowed by its hash.
     [script] = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
     assert "history-readout" in script
@@ -146,7 +146,7 @@ def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
     rows_doc = json.loads(
         html.split('<script type="application/json" id="axl-rows">', 1)[1].split("</script>", 1)[0]
     )
-    assert rows_doc["history"]["labels"] == [f"{k + 1:040x}"[:7] for k in range(8)]
+    assert rows_doc["history"]["labels"] == [commit_of(k)[:7] for k in range(8)]
     flagged = {r[0] for r in rows_doc["rows"] if r[4] & FLAG_FLAKY}
     keys = [f"id:{it.input['id']}" for it in case.candidate.items]  # type: ignore[index]
     assert flagged == {i for i, k in enumerate(keys) if k in flaky}
