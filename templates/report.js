@@ -423,6 +423,27 @@
   }
   function pre(text, cls) { return el("pre", cls || "out", text); }
 
+  // Score strips (see explorer.encode_strips): int32 thousandths, [item][scorer][run].
+  var histView = null;
+  function stripValues(i, k) {
+    if (!histView) { return null; }
+    var P = hist.points, out = [];
+    for (var j = 0; j < P; j++) {
+      var v = histView.getInt32(((i * hist.scorers + k) * P + j) * 4, true);
+      out.push(v === -2147483648 ? null : v / 1000);
+    }
+    return out;
+  }
+  function loadStrips() {
+    var node = byId("axl-history");
+    if (!hist || !node || typeof DecompressionStream === "undefined") { return Promise.resolve(null); }
+    var bin = atob(node.textContent.trim());
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+    return new Response(stream).arrayBuffer().then(function (buf) { return new DataView(buf); });
+  }
+
   // An item's score in each recent baseline run, then this run's, as small bars (0 to 1).
   function stripCell(values, current, flaky) {
     var td = el("td", "");
@@ -485,7 +506,7 @@
         tr.appendChild(el("td", "num", fmt(r[R_C][k])));
       }
       tr.appendChild(el("td", "", s && s.o ? s.o.replace("_", " ") : "—"));
-      if (hist) { tr.appendChild(stripCell(d.hs ? d.hs[k] : null, r[R_C][k], isFlaky(r, k))); }
+      if (hist) { tr.appendChild(stripCell(stripValues(i, k), r[R_C][k], isFlaky(r, k))); }
       t.appendChild(tr);
     });
     st.appendChild(t);
@@ -707,4 +728,12 @@
     root.setAttribute("data-details", "failed");
     status.textContent = "Item text could not be loaded: " + err.message;
   });
+
+  if (hist) {
+    loadStrips().then(function (view) {
+      histView = view;
+      root.setAttribute("data-history", view ? "loaded" : "unavailable");
+      update(false);
+    }, function () { root.setAttribute("data-history", "failed"); });
+  }
 })();

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from axl_action.compare.significance import normal_quantile
 from axl_action.compare.thresholds import (
@@ -215,6 +216,37 @@ def _r3(x: F64) -> F64:
     return out
 
 
+_Layout = tuple[dict[str, int], dict[int, npt.NDArray[np.intp]], set[str]]
+
+
+def _layout(history: History, rows: Sequence[int]) -> _Layout:
+    """Columns for the keys of ``rows``: key → column, each row's column indices, and the keys
+    that appear twice in a row. Rows with the same key list share one index array."""
+    column: dict[str, int] = {}
+    index: dict[int, npt.NDArray[np.intp]] = {}
+    dupes: set[str] = set()
+    previous: list[str] | None = None
+    last = -1
+    for r in rows:
+        keys = history.entries[r].keys or []
+        if previous is not None and (keys is previous or keys == previous):
+            index[r] = index[last]
+            last = r
+            continue
+        if len(set(keys)) != len(keys):
+            seen: set[str] = set()
+            for key in keys:
+                if key in seen:
+                    dupes.add(key)
+                seen.add(key)
+        for key in keys:
+            if key not in column:
+                column[key] = len(column)
+        index[r] = np.fromiter((column[key] for key in keys), dtype=np.intp, count=len(keys))
+        previous, last = keys, r
+    return column, index, dupes
+
+
 def flaky_items(
     history: History,
     thresholds: Mapping[str, float],
@@ -229,6 +261,7 @@ def flaky_items(
     count; items whose key appears twice in a row are left out (they cannot be told apart).
     """
     out: dict[str, frozenset[str]] = {}
+    layouts: dict[tuple[int, ...], _Layout] = {}  # scorers measured on the same rows share one
     for name, threshold in thresholds.items():
         pairs = [
             (i, j)
@@ -238,25 +271,17 @@ def flaky_items(
         if len(pairs) < k:
             out[name] = frozenset()
             continue
-        rows = sorted({r for pair in pairs for r in pair})
-        column: dict[str, int] = {}
-        dupes: set[str] = set()
-        for r in rows:
-            seen: set[str] = set()
-            for key in history.entries[r].keys or ():
-                if key in seen:
-                    dupes.add(key)
-                seen.add(key)
-                column.setdefault(key, len(column))
+        rows = tuple(sorted({r for pair in pairs for r in pair}))
+        layout = layouts.get(rows)
+        if layout is None:
+            layout = layouts[rows] = _layout(history, rows)
+        column, index, dupes = layout
         at = {r: n for n, r in enumerate(rows)}
         matrix = np.full((len(rows), len(column)), np.nan)
         for r in rows:
-            entry = history.entries[r]
-            values = entry.scores.get(name)
-            if values is None:
-                continue
-            idx = np.fromiter((column[key] for key in entry.keys or ()), dtype=np.intp, count=len(values))
-            matrix[at[r], idx] = values
+            values = history.entries[r].scores.get(name)
+            if values is not None and len(values) == len(index[r]):
+                matrix[at[r], index[r]] = values
         moves = np.zeros(len(column), dtype=np.int64)
         limit = threshold if math.isfinite(threshold) else math.inf
         for i, j in pairs:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from axl_action.compare.models import Comparison
@@ -275,28 +276,33 @@ def history_panel(
 
 def item_history(
     analysis: HistoryAnalysis, keys: Sequence[str], scorers: Sequence[str], *, points: int = SPARK_POINTS
-) -> tuple[list[str], list[list[list[float | None]] | None], list[list[int]]]:
-    """Per candidate item: its scores in the newest ``points`` baseline runs that kept item
-    scores (per scorer, oldest first; None when it has none) and the scorer indices it is
-    flaky for. Also the labels of those runs."""
+) -> tuple[list[str], npt.NDArray[np.float64], list[list[int]]]:
+    """Per candidate item (``keys``): its scores in the newest ``points`` baseline runs that
+    kept item scores, shape (items, scorers, runs) with NaN for none, oldest run first; the
+    labels of those runs; and the scorer indices each item is flaky for."""
     entries = [e for e in analysis.history.entries if e.keys is not None][-points:]
     labels = [e.summary.commit[:7] if e.summary.commit else e.summary.result_id[:8] for e in entries]
-    position = {key: i for i, key in enumerate(keys)}
     n = len(keys)
-    cube = np.full((len(scorers), len(entries), n), np.nan)
+    cube = np.full((n, len(scorers), len(entries)), np.nan)
+    key_list = list(keys)
+    position: dict[str, int] | None = None
+    previous: list[str] | None = None
+    at: npt.NDArray[np.intp] = np.arange(n, dtype=np.intp)
     for r, e in enumerate(entries):
-        at = np.fromiter((position.get(k, -1) for k in e.keys or ()), dtype=np.intp, count=len(e.keys or ()))
+        row_keys = e.keys or []
+        if row_keys is not previous and row_keys != previous:
+            if row_keys == key_list:
+                at = np.arange(n, dtype=np.intp)
+            else:
+                if position is None:
+                    position = {key: i for i, key in enumerate(key_list)}
+                at = np.fromiter((position.get(k, -1) for k in row_keys), dtype=np.intp, count=len(row_keys))
+            previous = row_keys
         ok = at >= 0
         for s, name in enumerate(scorers):
             values = e.scores.get(name)
             if values is not None and len(values) == len(at):
-                cube[s, r, at[ok]] = values[ok]
-    present = ~np.all(np.isnan(cube), axis=(0, 1)) if entries else np.zeros(n, dtype=np.bool_)
-    strips: list[list[list[float | None]] | None] = []
-    for i in range(n):
-        if not present[i]:
-            strips.append(None)
-            continue
-        strips.append([[None if v != v else v for v in cube[s, :, i].tolist()] for s in range(len(scorers))])
-    flaky = [[s for s, name in enumerate(scorers) if analysis.is_flaky(key, name)] for key in keys]
-    return labels, strips, flaky
+                cube[at[ok], s, r] = values[ok]
+    flaky_sets = [analysis.flaky.get(name, frozenset()) for name in scorers]
+    flaky = [[s for s, found in enumerate(flaky_sets) if key in found] for key in key_list]
+    return labels, cube, flaky

@@ -118,5 +118,6 @@ def render_html(
         rows_json=explorer.rows_json,
         details_text=explorer.details_text,
         details_encoding=explorer.details_encoding,
+        history_text=explorer.history_text,
         static_items=static_items,
     )

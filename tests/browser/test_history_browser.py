@@ -116,7 +116,7 @@ def test_tap_hover_and_keys_show_values_with_javascript(page_for: Any, report: P
 
 def test_explorer_flaky_filter_and_score_strip(page_for: Any) -> None:
     page, _, errors = page_for(js=True, scheme="light")
-    page.wait_for_selector("#explorer[data-details=loaded]")
+    page.wait_for_selector("#explorer[data-details=loaded][data-history=loaded]")
     chip = page.locator('button.chip[data-chip="flaky"]')
     assert chip.is_visible()
     count = int(chip.locator(".chip-count").inner_text())

@@ -3,8 +3,10 @@ comment trims), flaky regressions marked and listed last, and the HTML History p
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from report_cases import RUN_INFO, XSS, Case, make_case
 from axl_action.history.analysis import analyse, change_key
 from axl_action.history.panel import sparkline
 from axl_action.report import build_report_context, render_comment, render_report_html, render_summary
-from axl_action.report.explorer import FLAG_FLAKY
+from axl_action.report.explorer import FLAG_FLAKY, STRIP_NONE
 from axl_action.report.html import script_hash
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
@@ -151,7 +153,14 @@ def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
     keys = [f"id:{it.input['id']}" for it in case.candidate.items]  # type: ignore[index]
     assert flagged == {i for i, k in enumerate(keys) if k in flaky}
     assert all(len(r) == 11 for r in rows_doc["rows"])
-    details = json.loads(html.split('id="axl-details" data-encoding="json">', 1)[1].split("</script>", 1)[0])
+    blob = html.split('id="axl-history" data-encoding="deflate-raw+base64 int32">', 1)[1].split(
+        "</script>", 1
+    )[0]
+    cube = np.frombuffer(zlib.decompress(base64.b64decode(blob), -15), dtype="<i4").reshape(40, 4, 8)
+    assert rows_doc["history"]["scorers"] == 4 and rows_doc["history"]["points"] == 8
+    details = [
+        {"hs": [[None if v == STRIP_NONE else v / 1000 for v in s] for s in item.tolist()]} for item in cube
+    ]
     steady = next(
         i
         for i, k in enumerate(keys)
