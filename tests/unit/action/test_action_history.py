@@ -8,6 +8,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,57 @@ def test_the_baseline_job_appends_its_own_row_and_keeps_the_limit() -> None:
     assert [e.summary.run_id for e in h.entries] == ["32", "33", "99"]
     assert h.limit == 3 and h.entries[-1].summary.cost.certified is True
     assert json.loads(gzip.decompress(out.data))["suite"] == "default"
+
+
+# ------------------------------------------------------------------ the baseline job, with fakes
+
+
+def _baseline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch | None = None, **inputs: str) -> Any:
+    from test_action_orchestrator import BASE, NOW, FakeCommands, FakeUploader, _ctx, _evals_from
+
+    from axl_action.action.orchestrator import run_action
+
+    up, cmds = FakeUploader(), FakeCommands()
+    outcome = run_action(
+        read_settings({"INPUT_EVALS": "e/", **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}}),
+        _ctx("push", "refs/heads/main", sha="c" * 40),
+        github=None,
+        uploader=up,
+        commands=cmds,
+        clock=lambda: NOW,
+        run_evals=_evals_from(BASE),
+        workdir=tmp_path,
+        scratch=tmp_path / "scratch",
+    )
+    return outcome, up, cmds
+
+
+def test_a_first_baseline_stores_a_history_of_its_own_row(tmp_path: Path) -> None:
+    outcome, up, _ = _baseline_run(tmp_path)
+    assert outcome.exit_code == 0
+    stored = up.uploads["axl-eval-baseline"]
+    h = parse_history(stored[ARTIFACT_FILE_NAME], suite="default")
+    [row] = [e.summary for e in h.entries]
+    assert (row.run_id, row.commit, row.dataset) == ("99", "c" * 40, "math-20")
+    _, up0, _ = _baseline_run(tmp_path / "off", **{"HISTORY-LIMIT": "0"})
+    assert sorted(up0.uploads["axl-eval-baseline"]) == ["results.json"]
+
+
+def test_a_history_that_cannot_be_built_never_costs_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import axl_action.action.orchestrator as orchestrator
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(orchestrator, "extend_history", broken)
+    outcome, up, cmds = _baseline_run(tmp_path)
+    assert outcome.exit_code == 0
+    assert sorted(up.uploads["axl-eval-baseline"]) == ["results.json"]
+    assert "baseline artifact" in outcome.published
+    assert outcome.problems == ["baseline history: RuntimeError: disk full"]
+    assert (
+        "axl-eval: publishing failed",
+        "Could not publish the baseline history: RuntimeError: disk full",
+    ) in cmds.of("warning")
