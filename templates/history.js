@@ -16,6 +16,15 @@
     current = target;
     target.classList.add("h-on");
     readout.textContent = tip;
+    var href = target.getAttribute("data-href");
+    if (href && /^https?:\/\//.test(href)) {
+      var link = document.createElement("a");
+      link.href = href;
+      link.rel = "noopener noreferrer";
+      link.textContent = "commit";
+      readout.appendChild(document.createTextNode(" · "));
+      readout.appendChild(link);
+    }
   }
   panel.addEventListener("click", function (ev) { show(ev.target); });
   panel.addEventListener("focusin", function (ev) { show(ev.target); });

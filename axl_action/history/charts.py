@@ -31,6 +31,8 @@ class Point:
     """Hover/tap text."""
     hollow: bool = False
     """Drawn hollow: not comparable with the newest baseline, or an incomplete cost."""
+    href: str | None = None
+    """The commit's page (the readout links it when the point is tapped)."""
 
 
 def _e(text: str, limit: int = 60) -> str:
@@ -121,9 +123,10 @@ def trend_chart(
             continue
         cls = "h-pt h-hollow" if p.hollow else "h-pt"
         tip = _e(p.tip, 300)
+        href = f' data-href="{escape(p.href, quote=True)}"' if p.href else ""
         parts.append(
             f'<circle cx="{x_of(i):.1f}" cy="{y_of(p.value):.1f}" r="3.2" class="{cls}" tabindex="0" '
-            f'data-tip="{tip}"><title>{tip}</title></circle>'
+            f'data-tip="{tip}"{href}><title>{tip}</title></circle>'
         )
     if first_label and points:
         parts.append(
@@ -160,6 +163,7 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
                 tip=f"{r.label} · {r.date} · {s.name} {num(r.means.get(s.name))}"
                 + ("" if r.comparable else " (different dataset or scorers)"),
                 hollow=not r.comparable,
+                href=r.commit_url,
             )
             for r in runs
         ]
@@ -179,6 +183,7 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
             + ("" if r.cost_complete else " (incomplete: a lower bound)")
             + ("" if r.cost_certified is not False else " · change not certified"),
             hollow=not r.cost_complete,
+            href=r.commit_url,
         )
         for r in runs
     ]
@@ -211,6 +216,7 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
         Point(
             value=r.latency_ms,
             tip=f"{r.label} · {r.date} · mean latency {ms(r.latency_ms)} · item errors {pct(r.item_error_rate)}",
+            href=r.commit_url,
         )
         for r in runs
     ]

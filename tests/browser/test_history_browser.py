@@ -102,11 +102,12 @@ def test_tap_hover_and_keys_show_values_with_javascript(page_for: Any, report: P
     assert "this PR" in readout.inner_text() and "baseline runs vary ±" in readout.inner_text()
     first = page.locator("#history svg.h-chart").first.locator("circle.h-pt").first
     first.hover()
-    assert readout.inner_text() == first.get_attribute("data-tip")
+    assert readout.inner_text() == first.get_attribute("data-tip") + " · commit"
+    assert readout.locator("a").get_attribute("href") == f"https://github.com/acme/app/commit/{commit_of(0)}"
     first.focus()
     page.keyboard.press("ArrowRight")
     second = page.locator("#history svg.h-chart").first.locator("circle.h-pt").nth(1)
-    assert readout.inner_text() == second.get_attribute("data-tip")
+    assert readout.inner_text().startswith(second.get_attribute("data-tip"))
     assert page.evaluate("document.activeElement.classList.contains('h-on')")
     fill = page.evaluate("getComputedStyle(document.querySelector('#history .h-cand')).fill")
     assert fill == CANDIDATE[scheme]
