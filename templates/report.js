@@ -18,7 +18,11 @@
   // baseline outcome, flags, cost, latency, baseline scores, candidate scores, regressed scorer ids,
   // cost as shown. Money arrives formatted (axl_action/formatting.py): the page never prints it.
   var R_I = 0, R_TITLE = 1, R_OUT = 2, R_BOUT = 3, R_FLAGS = 4, R_COST = 5, R_LAT = 6, R_B = 7, R_C = 8, R_RS = 9, R_COST_TEXT = 10;
-  var F = { regressed: 1, improved: 2, changed: 4, failed: 8, budget: 16, skipped: 32, errors: 64 };
+  var F = { regressed: 1, improved: 2, changed: 4, failed: 8, budget: 16, skipped: 32, errors: 64, flaky: 128 };
+  // With a baseline history: rows get a 12th column (flaky scorer ids or 0), details a score strip.
+  var R_FK = 11;
+  var hist = data.history || null;
+  function isFlaky(r, k) { return hist !== null && r[R_FK] !== 0 && r[R_FK] !== undefined && r[R_FK].indexOf(k) >= 0; }
 
   var details = null;
   var haystacks = null;
@@ -73,6 +77,9 @@
     ["skipped", "Skipped", function (r) { return (r[R_FLAGS] & F.skipped) !== 0; }],
     ["errors", "Scorer errors", function (r) { return (r[R_FLAGS] & F.errors) !== 0; }]
   ];
+  if (hist) {
+    chipDefs.push(["flaky", "Flaky ↻", function (r) { return (r[R_FLAGS] & F.flaky) !== 0; }]);
+  }
   if (!hasBase) {
     chipDefs = chipDefs.filter(function (c) { return c[0] !== "regressed" && c[0] !== "improved" && c[0] !== "changed"; });
   }
@@ -266,6 +273,11 @@
     } else {
       td.textContent = fmt(c);
     }
+    if (isFlaky(r, k)) {
+      var mark = el("span", "flaky-mark", "↻");
+      mark.title = "flaky: this item's score moves across unchanged baseline runs";
+      td.appendChild(mark);
+    }
     return td;
   }
 
@@ -408,6 +420,47 @@
   }
   function pre(text, cls) { return el("pre", cls || "out", text); }
 
+  // Score strips (see explorer.encode_strips): int32 thousandths, [item][scorer][run].
+  var histView = null;
+  function stripValues(i, k) {
+    if (!histView) { return null; }
+    var P = hist.points, out = [];
+    for (var j = 0; j < P; j++) {
+      var v = histView.getInt32(((i * hist.scorers + k) * P + j) * 4, true);
+      out.push(v === -2147483648 ? null : v / 1000);
+    }
+    return out;
+  }
+  function loadStrips() {
+    var node = byId("axl-history");
+    if (!hist || !node || typeof DecompressionStream === "undefined") { return Promise.resolve(null); }
+    var bin = atob(node.textContent.trim());
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+    return new Response(stream).arrayBuffer().then(function (buf) { return new DataView(buf); });
+  }
+
+  // An item's score in each recent baseline run, then this run's, as small bars (0 to 1).
+  function stripCell(values, current, flaky) {
+    var td = el("td", "");
+    var strip = el("span", "hs-strip");
+    var all = (values || []).concat([current === undefined ? null : current]);
+    var lo = 0, hi = 1;
+    all.forEach(function (v) { if (v !== null && v !== undefined) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    all.forEach(function (v, j) {
+      var last = j === all.length - 1;
+      var bar = el("span", "hs-bar" + (last ? " hs-cand" : "") + (v === null || v === undefined ? " hs-none" : ""));
+      if (v !== null && v !== undefined) { bar.style.height = Math.max(1, Math.round(16 * (v - lo) / (hi - lo || 1))) + "px"; }
+      bar.title = (last ? "this run" : hist.labels[j] || "") + ": " + fmt(v);
+      strip.appendChild(bar);
+    });
+    strip.setAttribute("aria-label", "score history: " + all.map(function (v) { return fmt(v); }).join(", "));
+    td.appendChild(strip);
+    if (flaky) { var f = el("span", "flaky-mark", "↻ flaky"); td.appendChild(f); }
+    return td;
+  }
+
   function renderDetail() {
     detail.textContent = "";
     var i = state.item;
@@ -432,7 +485,9 @@
     var st = section("Scores");
     var t = el("table", "mini");
     var hr = el("tr");
-    (hasBase ? ["Scorer", "Baseline", "Candidate", "Δ", "Outcome"] : ["Scorer", "Score", "Outcome"]).forEach(function (h) { hr.appendChild(el("th", "", h)); });
+    var heads = hasBase ? ["Scorer", "Baseline", "Candidate", "Δ", "Outcome"] : ["Scorer", "Score", "Outcome"];
+    if (hist) { heads.push("History (" + hist.labels.length + " baselines, then this run)"); }
+    heads.forEach(function (h) { hr.appendChild(el("th", "", h)); });
     t.appendChild(hr);
     scorers.forEach(function (name, k) {
       var tr = el("tr");
@@ -448,6 +503,7 @@
         tr.appendChild(el("td", "num", fmt(r[R_C][k])));
       }
       tr.appendChild(el("td", "", s && s.o ? s.o.replace("_", " ") : "—"));
+      if (hist) { tr.appendChild(stripCell(stripValues(i, k), r[R_C][k], isFlaky(r, k))); }
       t.appendChild(tr);
     });
     st.appendChild(t);
@@ -669,4 +725,12 @@
     root.setAttribute("data-details", "failed");
     status.textContent = "Item text could not be loaded: " + err.message;
   });
+
+  if (hist) {
+    loadStrips().then(function (view) {
+      histView = view;
+      root.setAttribute("data-history", view ? "loaded" : "unavailable");
+      update(false);
+    }, function () { root.setAttribute("data-history", "failed"); });
+  }
 })();

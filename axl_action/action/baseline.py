@@ -40,6 +40,8 @@ class BaselineLookup:
     problem: str | None = None
     """Set when a baseline existed but could not be used (expired, corrupt, unreadable)."""
     warnings: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Every file of the downloaded artifact (the results and, when stored, the history)."""
 
 
 def age_text(seconds: float) -> str:
@@ -119,8 +121,11 @@ def locate_baseline(
             choice=found,
             problem=str(err),
             warnings=warnings,
+            files=fetched.files,
         )
-    return BaselineLookup(reason=found.reason, choice=found, results=results, warnings=warnings)
+    return BaselineLookup(
+        reason=found.reason, choice=found, results=results, warnings=warnings, files=fetched.files
+    )
 
 
 def _read_results(files: dict[str, bytes], choice: BaselineChoice) -> ResultFile:

@@ -7,12 +7,14 @@ because a PR that legitimately changes the dataset or the scorers must still get
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from axl_action.action.settings import ActionSettings
 from axl_action.compare.engine import CompareOptions, compare_results
 from axl_action.compare.gates import GateOptions, evaluate_gates
 from axl_action.compare.models import Comparison, GateReport
+from axl_action.compare.thresholds import MeasuredThresholds, Thresholds
 from axl_action.errors import AxlError
 from axl_action.schema import ResultFile
 
@@ -27,11 +29,26 @@ class Evaluation:
     """Why the baseline could not be compared, and similar."""
 
 
-def evaluate(candidate: ResultFile, baseline: ResultFile | None, settings: ActionSettings) -> Evaluation:
-    """Compare and gate; without a baseline the report shows the candidate's own gates."""
+def evaluate(
+    candidate: ResultFile,
+    baseline: ResultFile | None,
+    settings: ActionSettings,
+    *,
+    measured: Mapping[str, float] | None = None,
+) -> Evaluation:
+    """Compare and gate; without a baseline the report shows the candidate's own gates.
+
+    ``measured``: under ``threshold: auto``, the thresholds measured from the baseline history
+    (scorers it leaves out keep their defaults).
+    """
     if baseline is None:
         return Evaluation()
-    options = CompareOptions(thresholds=settings.threshold)
+    thresholds: Thresholds
+    if settings.threshold == "auto":
+        thresholds = MeasuredThresholds(measured or {})
+    else:
+        thresholds = settings.threshold
+    options = CompareOptions(thresholds=thresholds)
     try:
         comparison = compare_results(baseline.results, candidate.results, options)
     except AxlError as err:

@@ -43,6 +43,7 @@ from axl_action.action.baseline import (
 from axl_action.action.commenting import StickyCommenter
 from axl_action.action.evalstep import EvalRun, build_request
 from axl_action.action.gating import Evaluation, evaluate
+from axl_action.action.history_step import BaselineHistory, extend_history, read_baseline_history
 from axl_action.action.modes import ResolvedMode, resolve_mode
 from axl_action.action.outputs import ActionOutputs
 from axl_action.action.ports import Clock, Commands, Commenter, OutputFiles, RunEvals, Uploader
@@ -63,6 +64,8 @@ from axl_action.github.api import GitHubApi
 from axl_action.github.comments import GateVerdict
 from axl_action.github.errors import GitHubPermissionError
 from axl_action.github.event import GitHubContext
+from axl_action.history import ARTIFACT_FILE_NAME, AutoThresholds, History, auto_thresholds
+from axl_action.history.analysis import HistoryAnalysis, analyse
 from axl_action.report import (
     COMMENT_LIMIT,
     ReportContext,
@@ -250,7 +253,14 @@ def baseline_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionO
     produced = _produce(job, run_evals, env, steps)
     if isinstance(produced, ActionOutcome):
         return produced
-    return _gate_and_publish(job, produced, None, steps, store_baseline=True)
+    previous = _previous_baseline(job)
+    history = BaselineHistory()
+    if previous is not None:
+        history = read_baseline_history(previous, suite=job.settings.suite, seed=True)
+        _warn_history(job, history)
+    return _gate_and_publish(
+        job, produced, None, steps, store_baseline=True, history=history, previous=previous
+    )
 
 
 def compare_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
@@ -259,7 +269,8 @@ def compare_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOu
     produced = _produce(job, run_evals, env, steps)
     if isinstance(produced, ActionOutcome):
         return produced
-    return _gate_and_publish(job, produced, _find_baseline(job), steps)
+    lookup = _find_baseline(job)
+    return _gate_and_publish(job, produced, lookup, steps, history=_baseline_history(job, lookup))
 
 
 def shard_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
@@ -370,7 +381,8 @@ def relay_mode(job: Job) -> ActionOutcome:
     produced = _Produced(
         candidate, EvalRun(0, Path(candidate.path)), _keep_results(job, Path(candidate.path), steps)
     )
-    outcome = _gate_and_publish(job, produced, _find_baseline(job), steps)
+    lookup = _find_baseline(job)
+    outcome = _gate_and_publish(job, produced, lookup, steps, history=_baseline_history(job, lookup))
     if "PR comment" not in outcome.published:
         outcome.exit_code = 1  # the relay's one job is the comment
     return outcome
@@ -507,6 +519,63 @@ def _find_baseline(job: Job) -> BaselineLookup:
         return lookup
 
 
+def _baseline_history(job: Job, lookup: BaselineLookup) -> BaselineHistory:
+    """The history the PR's baseline download brought (a warning when missing or bad)."""
+    history = read_baseline_history(lookup, suite=job.settings.suite)
+    _warn_history(job, history)
+    return history
+
+
+def _warn_history(job: Job, history: BaselineHistory) -> None:
+    for warning in history.warnings:
+        job.commands.warning(warning[:1].upper() + warning[1:] + ".", title="Baseline history")
+
+
+def _previous_baseline(job: Job) -> BaselineLookup | None:
+    """The baseline job's predecessor, whose history it extends (None: start a new one).
+
+    The same search and pure policy as a pull request's, without a PR: the newest baseline.
+    Every way of not finding one is at most a warning; the baseline is stored either way.
+    """
+    if job.settings.history_limit == 0 or job.github is None or not job.branch:
+        return None
+    name = artifact_name(job.settings.baseline_artifact, job.settings.suite)
+    restart = "this baseline starts a new history"
+    with job.commands.group("Fetch the previous baseline's history"):
+        try:
+            lookup = locate_baseline(
+                job.github,
+                job.ctx.repository,
+                artifact_name=name,
+                branch=job.branch,
+                pull=None,
+                now=job.clock(),
+            )
+        except GitHubPermissionError as err:
+            job.commands.warning(
+                f"Could not read the previous baseline to carry its history forward ({err.message}); {restart}. "
+                "Add `actions: read` to the baseline workflow's permissions.",
+                title="Baseline history",
+            )
+            return None
+        except AxlError as err:
+            job.commands.warning(
+                f"Could not read the previous baseline ({err}); {restart}.", title="Baseline history"
+            )
+            return None
+        if lookup.results is None or lookup.choice is None:
+            if lookup.problem:
+                job.commands.warning(
+                    f"The previous baseline could not be used ({lookup.reason}); {restart}.",
+                    title="Baseline history",
+                )
+            else:
+                print(f"No previous baseline ({lookup.reason}); the history starts with this run.")
+            return None
+        print(f"Previous baseline: run {lookup.choice.run_id} at {lookup.choice.head_sha[:7]}.")
+        return lookup
+
+
 def _locate(
     job: Job, github: GitHubApi, name: str, branch: str, pull: PullRequestRefs | None
 ) -> BaselineLookup:
@@ -534,24 +603,43 @@ def _gate_and_publish(
     steps: _Steps,
     *,
     store_baseline: bool = False,
+    history: BaselineHistory | None = None,
+    previous: BaselineLookup | None = None,
 ) -> ActionOutcome:
     candidate, evalrun = produced.candidate, produced.evalrun
     baseline = lookup.results if lookup is not None else None
+    rows = history.history if history is not None else None
     with job.commands.group("Compare and gate"):
-        evaluation = evaluate(candidate, baseline, job.settings)
+        auto = None
+        if job.settings.threshold == "auto" and baseline is not None:
+            ref = baseline.results[0]
+            auto = auto_thresholds(rows, ref.scorer_names, ref.scorer_types)
+            for note in auto.notes:
+                job.commands.notice(note, title="threshold: auto")
+        evaluation = evaluate(candidate, baseline, job.settings, measured=auto.values if auto else None)
         for note in evaluation.notes:
             job.commands.warning(note, title="Baseline not comparable")
     if evaluation.comparison is None:
         baseline = None
-    report_ctx = _report_context(job, candidate, baseline, evaluation, lookup)
+    analysis = None
+    if rows is not None and len(rows):
+        analysis = steps.guard(
+            "history analysis", lambda: _analyse(job, rows, candidate, baseline, evaluation, auto)
+        )
+    extra = [*(history.warnings if history is not None else []), *(auto.notes if auto is not None else [])]
+    report_ctx = _report_context(job, candidate, baseline, evaluation, lookup, history=analysis, extra=extra)
     gate_failed = report_ctx.verdict == "fail"
     failed = gate_failed or evalrun.exit_code != 0
 
     report_path = steps.guard(
-        "report artifact", lambda: _publish_report(job, report_ctx, candidate, baseline, evaluation)
+        "report artifact", lambda: _publish_report(job, report_ctx, candidate, baseline, evaluation, analysis)
     )
     if store_baseline:
-        steps.guard("baseline artifact", lambda: _publish_baseline(job, candidate, failed))
+        previous_results = previous.results if previous is not None else None
+        steps.guard(
+            "baseline artifact",
+            lambda: _publish_baseline(job, candidate, failed, steps, rows, previous_results),
+        )
     comment: _Commented | None = None
     if job.mode in ("compare", "comment") and job.ctx.pr_number is not None:
         comment = steps.guard(
@@ -574,12 +662,38 @@ def _gate_and_publish(
     return steps.outcome(job, outputs, exit_code=1 if failed else 0, gate_failed=gate_failed)
 
 
+def _analyse(
+    job: Job,
+    rows: History | None,
+    candidate: ResultFile,
+    baseline: ResultFile | None,
+    evaluation: Evaluation,
+    auto: AutoThresholds | None,
+) -> HistoryAnalysis | None:
+    """What the history says about this run (None without one)."""
+    if rows is None or not len(rows):
+        return None
+    ref = (baseline or candidate).results[0]
+    repo = f"{job.ctx.server_url}/{job.ctx.repository}" if job.ctx.repository else None
+    return analyse(
+        rows,
+        scorers=ref.scorer_names,
+        types=ref.scorer_types,
+        comparison=evaluation.comparison,
+        auto=auto,
+        repository_url=repo,
+    )
+
+
 def _report_context(
     job: Job,
     candidate: ResultFile,
     baseline: ResultFile | None,
     evaluation: Evaluation,
     lookup: BaselineLookup | None,
+    *,
+    history: HistoryAnalysis | None = None,
+    extra: Sequence[str] = (),
 ) -> ReportContext:
     choice = lookup.choice if lookup is not None and baseline is not None else None
     warnings: list[str] = []
@@ -594,6 +708,7 @@ def _report_context(
     if lookup is not None:
         warnings += lookup.warnings
     warnings += evaluation.notes
+    warnings += [w[:1].upper() + w[1:] + ("" if w.endswith(".") else ".") for w in extra]
     info = RunInfo(
         suite=job.settings.suite,
         run_url=_evaluated_run_url(job),
@@ -612,6 +727,7 @@ def _report_context(
         evaluation.comparison,
         evaluation.gates,
         info,
+        history=history,
     )
 
 
@@ -664,6 +780,7 @@ def _publish_report(
     candidate: ResultFile,
     baseline: ResultFile | None,
     evaluation: Evaluation,
+    history: HistoryAnalysis | None = None,
 ) -> str:
     """Write and upload the HTML report; return the ``report-path`` output.
 
@@ -671,7 +788,11 @@ def _publish_report(
     link straight to the artifact.
     """
     html = render_report_html(
-        report_ctx, candidate.results, baseline.results if baseline else None, evaluation.comparison
+        report_ctx,
+        candidate.results,
+        baseline.results if baseline else None,
+        evaluation.comparison,
+        history=history,
     )
     path = job.scratch / "report" / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -688,7 +809,14 @@ def _publish_report(
     return job.files.keep("report.html", data) if job.files else str(path)
 
 
-def _publish_baseline(job: Job, candidate: ResultFile, failed: bool) -> None:
+def _publish_baseline(
+    job: Job,
+    candidate: ResultFile,
+    failed: bool,
+    steps: _Steps,
+    history: History | None = None,
+    previous_results: ResultFile | None = None,
+) -> None:
     name = artifact_name(job.settings.baseline_artifact, job.settings.suite)
     if failed:
         job.commands.warning(
@@ -702,9 +830,33 @@ def _publish_baseline(job: Job, candidate: ResultFile, failed: bool) -> None:
             "the artifact service is not available (ACTIONS_RUNTIME_TOKEN / ACTIONS_RESULTS_URL are unset)",
             hint="run the action as a container step (uses:), not from a run: step; self-hosted runners need v2.308+",
         )
-    data = Path(candidate.path).read_bytes()
-    uploaded = job.uploader.upload(name, {RESULTS_NAME: data}, overwrite=True)
-    print(f"Stored the baseline as artifact {name!r} (id {uploaded.id}).")
+    files = {RESULTS_NAME: Path(candidate.path).read_bytes()}
+    stored = None
+    if job.settings.history_limit > 0:
+        # A history that cannot be built never costs the baseline itself.
+        stored = steps.guard(
+            "baseline history",
+            lambda: extend_history(
+                history,
+                candidate,
+                limit=job.settings.history_limit,
+                suite=job.settings.suite,
+                run_id=job.ctx.run_id,
+                commit=job.ctx.sha,
+                previous_results=previous_results,
+            ),
+        )
+        if stored is not None:
+            files[ARTIFACT_FILE_NAME] = stored.data
+            if stored.dropped:
+                job.commands.notice(
+                    f"The item scores of the oldest {stored.dropped} baseline runs were left out of the history "
+                    "to keep it small; their summaries are kept.",
+                    title="Baseline history",
+                )
+    uploaded = job.uploader.upload(name, files, overwrite=True)
+    with_history = f" with a history of {stored.rows} baseline runs" if stored is not None else ""
+    print(f"Stored the baseline as artifact {name!r} (id {uploaded.id}){with_history}.")
 
 
 @dataclass(frozen=True)

@@ -100,8 +100,12 @@ class ActionSettings(BaseModel):
     shard: Shard | None = None
     """Run only this slice of the items (``--shard i/n``) and publish it for a merge job."""
 
-    threshold: float | dict[str, float] | None = None
-    """Regression threshold: one number for every scorer or ``name=value`` pairs; None auto-calibrates."""
+    threshold: float | dict[str, float] | Literal["auto"] | None = None
+    """Regression threshold: one number for every scorer or ``name=value`` pairs; None uses the
+    defaults per scorer type; ``auto`` measures each scorer's from the baseline history."""
+
+    history_limit: int = 50
+    """Baseline runs kept in the history stored with each baseline; 0 stores none."""
 
     fail_on_regression: bool = True
     """Fail the step when a scorer regresses significantly."""
@@ -233,8 +237,13 @@ def _shard(text: str) -> Shard:
     return Shard(index=index, total=total)
 
 
-def _threshold(text: str) -> float | dict[str, float]:
-    allowed = "must be a non-negative number like 0.05, or scorer=value pairs like accuracy=0.02,judge=0.05"
+def _threshold(text: str) -> float | dict[str, float] | Literal["auto"]:
+    allowed = (
+        "must be a non-negative number like 0.05, scorer=value pairs like accuracy=0.02,judge=0.05, "
+        "or auto (measured from the baseline history)"
+    )
+    if text == "auto":
+        return "auto"
     if _RATE_RE.fullmatch(text):
         return float(text)
     out: dict[str, float] = {}
@@ -247,6 +256,14 @@ def _threshold(text: str) -> float | dict[str, float]:
     if not out:
         raise ValueError(allowed)
     return out
+
+
+def _history_limit(text: str) -> int:
+    from axl_action.history import MAX_ROWS
+
+    if not _INT_RE.fullmatch(text) or int(text) > MAX_ROWS:
+        raise ValueError(f"must be a whole number from 0 (no history) to {MAX_ROWS}")
+    return int(text)
 
 
 def _cost_limit(text: str) -> float:
@@ -313,6 +330,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "concurrency": _positive_int,
     "shard": _shard,
     "threshold": _threshold,
+    "history-limit": _history_limit,
     "fail-on-regression": _bool,
     "max-item-error-rate": _rate,
     "max-scorer-error-rate": _rate,

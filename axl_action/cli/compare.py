@@ -32,14 +32,16 @@ USAGE_LINE = (
 
 HELP = f"""\
 {USAGE_LINE}
-       [--max-cost-increase <pct>] [--holm] [--seed <n>] [--json <file>]
+       [--max-cost-increase <pct>] [--holm] [--seed <n>] [--json <file>] [--history <file>]
 
 Compares a candidate results file against a baseline (each one run, or a list of runs) and
 applies the gates. Exit 0 when every gate passes, 1 otherwise.
 
   --threshold <v>               minimum meaningful score change: one number for every scorer,
                                 or name=v,name2=v2 per scorer (others keep their defaults:
-                                0.05 LLM, 0 deterministic, 0.1 when the baseline has no types)
+                                0.05 LLM, 0 deterministic, 0.1 when the baseline has no types);
+                                auto: each scorer's noise band measured from --history (needs 5
+                                comparable baseline runs, else that scorer keeps its default)
   --fail-on-regression          exit 1 when a scorer dropped significantly and items regressed
   --max-scorer-error-rate <r>   refuse to gate when an LLM scorer failed on more than r of its
                                 items (deterministic scorers tolerate none), or scored nothing
@@ -50,6 +52,9 @@ applies the gates. Exit 0 when every gate passes, 1 otherwise.
   --holm                        Holm-correct significance across scorers
   --seed <n>                    bootstrap seed (default: random; the seed used is in --json)
   --json <file>                 write the comparison and the gate report as JSON
+  --history <file>              a history.json of baseline runs (`axl-eval history`): prints each
+                                scorer's delta next to how much baseline runs vary, and counts
+                                regressions on flaky items
 """
 
 _VALUE_FLAGS = (*GATE_VALUE_FLAGS, "--json")
@@ -124,10 +129,15 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         _warn(stderr, "Refusing to gate: " + scorer_subset_refusal([side for side, _ in subset]))
         return 1
 
+    from axl_action.cli.history import history_for
+
+    history, auto = history_for(args.gates, baseline[0].header)
+    for note in auto.notes if auto is not None else ():
+        _warn(stderr, "NOTE: " + note)
     comparison = compare_results(
         baseline,
         candidate,
-        args.gates.compare_options(holm=args.holm),
+        args.gates.compare_options(holm=args.holm, measured=auto.values if auto is not None else None),
     )
     report = evaluate_gates(
         comparison,
@@ -155,6 +165,15 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
             )
 
     print(format_compare(comparison), file=stdout)
+    analysis = None
+    if history is not None:
+        from axl_action.history.analysis import analyse, console_lines
+
+        header = baseline[0].header
+        analysis = analyse(
+            history, scorers=header.scorer_names, types=header.scorer_types, comparison=comparison, auto=auto
+        )
+        print("\n".join(["", *console_lines(comparison, analysis)]), file=stdout)
 
     # stderr in the reference order; a refusal ends the reference's output, so later lines
     # are only printed when nothing before them refused.
@@ -173,6 +192,10 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         from pathlib import Path
 
         payload = {"comparison": comparison.to_wire(), "gates": report.to_wire()}
+        if analysis is not None:
+            from axl_action.history.analysis import analysis_wire
+
+            payload["history"] = analysis_wire(analysis, comparison)
         target = Path(args.json_path)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from axl_action.errors import UsageError
 
@@ -30,7 +30,11 @@ GATE_VALUE_FLAGS = (
     "--max-item-error-rate",
     "--max-cost-increase",
     "--seed",
+    "--history",
 )
+
+AUTO: Literal["auto"] = "auto"
+"""``--threshold auto``: thresholds measured from ``--history`` (see ``axl_action.history.noise``)."""
 
 
 @dataclass(frozen=True)
@@ -82,15 +86,17 @@ def error_rate(flag: str, raw: str) -> float:
     return float(text)
 
 
-def thresholds(raw: str) -> float | Mapping[str, float]:
-    """``--threshold 0.05`` or ``--threshold name=0.02,other=0.1``."""
+def thresholds(raw: str) -> float | Mapping[str, float] | Literal["auto"]:
+    """``--threshold 0.05``, ``--threshold name=0.02,other=0.1`` or ``--threshold auto``."""
     from axl_action.compare.thresholds import parse_threshold
 
+    if raw.strip() == AUTO:
+        return AUTO
     parsed = parse_threshold(raw)
     if parsed is None:
         raise UsageError(
-            f'--threshold must be a number or name=value pairs, got "{raw}"',
-            hint="e.g. --threshold 0.05 or --threshold accuracy=0.02,tone=0.1",
+            f'--threshold must be a number, name=value pairs or auto, got "{raw}"',
+            hint="e.g. --threshold 0.05, --threshold accuracy=0.02,tone=0.1 or --threshold auto --history history.json",
         )
     if isinstance(parsed, Mapping):
         pieces = {piece.partition("=")[0].strip(): piece.strip() for piece in raw.split(",")}
@@ -128,8 +134,8 @@ def integer(flag: str, raw: str) -> int:
 class GateFlags:
     """The gate-related flags of ``compare`` and ``report``, parsed and validated."""
 
-    thresholds: float | Mapping[str, float] | None
-    """``--threshold``: one value for every scorer, or per-scorer overrides."""
+    thresholds: float | Mapping[str, float] | Literal["auto"] | None
+    """``--threshold``: one value for every scorer, per-scorer overrides, or ``auto``."""
     fail_on_regression: bool
     """``--fail-on-regression``."""
     max_scorer_error_rate: float | None
@@ -140,12 +146,21 @@ class GateFlags:
     """``--max-cost-increase`` in percent."""
     seed: int | None
     """``--seed`` of the bootstrap."""
+    history: str | None = None
+    """``--history``: a history.json of baseline runs (noise bands, flaky items, ``auto``)."""
 
-    def compare_options(self, *, holm: bool = False) -> CompareOptions:
-        """The compare engine's options these flags ask for."""
+    def compare_options(
+        self, *, holm: bool = False, measured: Mapping[str, float] | None = None
+    ) -> CompareOptions:
+        """The compare engine's options these flags ask for; ``measured``: the thresholds
+        ``--threshold auto`` measured from the history."""
         from axl_action.compare.engine import CompareOptions
+        from axl_action.compare.thresholds import MeasuredThresholds
 
-        return CompareOptions(thresholds=self.thresholds, seed=self.seed, holm=holm)
+        chosen = self.thresholds
+        if chosen == AUTO:
+            return CompareOptions(thresholds=MeasuredThresholds(measured or {}), seed=self.seed, holm=holm)
+        return CompareOptions(thresholds=chosen, seed=self.seed, holm=holm)
 
     def gate_options(self) -> GateOptions:
         """The gates' options these flags ask for."""
@@ -166,13 +181,21 @@ def gate_flags(scanned: Scanned) -> GateFlags:
     def opt(flag: str) -> str | None:
         return v.get(flag)
 
-    rate_s, rate_i, pct, seed, thr = (
+    rate_s, rate_i, pct, seed, thr, history = (
         opt("--max-scorer-error-rate"),
         opt("--max-item-error-rate"),
         opt("--max-cost-increase"),
         opt("--seed"),
         opt("--threshold"),
+        opt("--history"),
     )
+    if history is not None and not history.strip():
+        raise UsageError("--history requires a file path", hint="e.g. --history history.json")
+    if thr is not None and thr.strip() == AUTO and history is None:
+        raise UsageError(
+            "--threshold auto needs --history <history.json>: the thresholds are measured from past baseline runs",
+            hint="build one with `axl-eval history <results.json ...> --output history.json`",
+        )
     return GateFlags(
         thresholds=thresholds(thr) if thr is not None else None,
         fail_on_regression="--fail-on-regression" in scanned.flags,
@@ -180,4 +203,5 @@ def gate_flags(scanned: Scanned) -> GateFlags:
         max_item_error_rate=error_rate("--max-item-error-rate", rate_i) if rate_i is not None else None,
         max_cost_increase=percentage("--max-cost-increase", pct) if pct is not None else None,
         seed=integer("--seed", seed) if seed is not None else None,
+        history=history,
     )

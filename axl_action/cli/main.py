@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rescore": ("rescore", "Re-run scorers on the saved outputs of a results file"),
     "merge": ("merge", "Join the results of --shard i/n runs into one result"),
     "report": ("report", "Render the PR comment, job summary and HTML report for a result"),
+    "history": ("history", "Build a history.json of baseline runs from results files"),
 }
 
 USAGE = """\

@@ -31,7 +31,8 @@ HELP = f"""\
 {USAGE_LINE}
        [--threshold <v>] [--fail-on-regression] [--max-item-error-rate <0..1>]
        [--max-scorer-error-rate <0..1>] [--max-cost-increase <pct>] [--seed <n>]
-       [--run-url <url>] [--report-url <url>] [--fail-on-gate]
+       [--run-url <url>] [--report-url <url>] [--history <file>] [--repo-url <url>]
+       [--fail-on-gate]
 
 Renders reports for a results file, compared with --baseline when given, and prints the
 verdict. Exit 0 once the reports are written, even when the verdict is "fail" (a report is
@@ -45,6 +46,12 @@ usually wanted most then); with --fail-on-gate, exit 1 when a gate failed or ref
                                 (default: the dataset name)
   --threshold, --fail-on-regression, --max-item-error-rate, --max-scorer-error-rate,
   --max-cost-increase, --seed   as for `axl-eval compare`; they decide the gates shown
+                                (--threshold auto measures each scorer's from --history)
+  --history <file>              a history.json of the baseline's earlier runs (`axl-eval
+                                history`): adds the History panel (score, cost and latency
+                                trends), noise bands next to each delta, and flaky items
+  --repo-url <url>              https://github.com/<owner>/<repo>: link the history's commits
+                                and runs
   --run-url <url>               link to the CI run, shown in the reports
   --report-url <url>            link to the uploaded HTML report, shown in the comment
   --fail-on-gate                exit 1 when the verdict is "fail" (the reports are still written)
@@ -60,6 +67,7 @@ _VALUE_FLAGS = (
     "--suite",
     "--run-url",
     "--report-url",
+    "--repo-url",
     *GATE_VALUE_FLAGS,
 )
 _BOOL_FLAGS = ("--fail-on-regression", "--fail-on-gate")
@@ -133,6 +141,7 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
         return 0
     args = parse_args(argv)
 
+    from axl_action.cli.history import history_for
     from axl_action.compare.engine import compare_results
     from axl_action.compare.gates import evaluate_gates
     from axl_action.report import (
@@ -146,9 +155,12 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
 
     candidate = load_result_file(args.candidate).results
     baseline = load_result_file(args.baseline).results if args.baseline else None
+    reference = baseline[0] if baseline is not None else candidate[0]
+    history, auto = history_for(args.gates, reference)
     comparison = gates = None
     if baseline is not None:
-        comparison = compare_results(baseline, candidate, args.gates.compare_options())
+        measured = auto.values if auto is not None else None
+        comparison = compare_results(baseline, candidate, args.gates.compare_options(measured=measured))
         gates = evaluate_gates(
             comparison,
             baseline,
@@ -165,20 +177,33 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
             usage="axl-eval report <candidate.json> --baseline <baseline.json>",
         ):
             print(f"[axl-eval] NOTE: {hint}", file=sys.stderr)
+    analysis = None
+    if history is not None:
+        from axl_action.history.analysis import analyse
+
+        analysis = analyse(
+            history,
+            scorers=reference.scorer_names,
+            types=reference.scorer_types,
+            comparison=comparison,
+            auto=auto,
+            repository_url=args.values.get("--repo-url"),
+        )
     info = RunInfo(
         suite=args.suite,
         run_url=args.run_url,
         report_url=args.report_url,
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        warnings=list(auto.notes) if auto is not None and baseline is not None else [],
     )
-    ctx = build_report_context(candidate, baseline, comparison, gates, info)
+    ctx = build_report_context(candidate, baseline, comparison, gates, info, history=analysis)
     written: list[tuple[str, Path]] = []
     if args.markdown:
         written.append(("PR comment", _write(args.markdown, render_comment(ctx))))
     if args.summary:
         written.append(("Job summary", _write(args.summary, render_summary(ctx))))
     if args.html:
-        html = render_report_html(ctx, candidate, baseline, comparison)
+        html = render_report_html(ctx, candidate, baseline, comparison, history=analysis)
         written.append(("HTML report", _write(args.html, html)))
     failing = f" (failed: {', '.join(ctx.failing_gates)})" if ctx.failing_gates else ""
     print(f"Verdict: {ctx.verdict}{failing}", file=stdout)

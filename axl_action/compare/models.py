@@ -27,10 +27,11 @@ and |mean difference| >= threshold; with ``--holm`` also Holm-significant); ``un
 whole CI lies inside [-threshold, +threshold]; ``inconclusive`` = anything else (the CI
 straddles a threshold, or fewer than two paired samples)."""
 
-ThresholdSource = Literal["global", "override", "llm", "deterministic", "legacy"]
+ThresholdSource = Literal["global", "override", "llm", "deterministic", "legacy", "history"]
 """Where a scorer's threshold came from (spec §2.4): ``--threshold V``, ``--threshold name=V``,
 the LLM default 0.05, the deterministic default 0, or the legacy 0.1 (baseline lacks
-``scorerTypes`` for this scorer)."""
+``scorerTypes`` for this scorer); ``history``: ``--threshold auto``, the scorer's noise band
+measured from the baseline history (``axl_action.history.noise``)."""
 
 GateName = Literal["budget", "item-error-rate", "scorer-error-rate", "regressions", "cost", "compatibility"]
 GateStatus = Literal["pass", "fail", "warn", "refused", "skipped"]

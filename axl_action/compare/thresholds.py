@@ -17,6 +17,15 @@ LEGACY_THRESHOLD = 0.1
 Thresholds = float | Mapping[str, float] | None
 """A global number, a per-scorer map, or None (auto-calibrate every scorer)."""
 
+
+class MeasuredThresholds(dict[str, float]):
+    """Per-scorer thresholds measured from the baseline history (``threshold: auto``).
+
+    A scorer it names gets that value with the source ``history``; the others keep their
+    defaults (``llm``/``deterministic``/``legacy``), as for too short a history.
+    """
+
+
 _GLOBAL_RE = re.compile(r"^[\d.]+$")
 _FLOAT_PREFIX_RE = re.compile(r"^[+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
 
@@ -68,11 +77,14 @@ def scorer_types(metadata: Mapping[str, Any]) -> dict[str, Any]:
 def resolve_threshold(
     name: str, thresholds: Thresholds, baseline_metadata: Mapping[str, Any]
 ) -> ResolvedThreshold:
-    """Spec §2.4, first match wins: global number, per-scorer override, then the baseline's
+    """Spec §2.4, first match wins: global number, per-scorer override (or one measured from
+    history), then the baseline's
     ``scorerTypes`` (llm 0.05, anything else 0), else the legacy 0.1. The candidate's
     metadata is never consulted."""
     if isinstance(thresholds, int | float) and not isinstance(thresholds, bool):
         return ResolvedThreshold(float(thresholds), "global")
+    if isinstance(thresholds, MeasuredThresholds) and thresholds.get(name) is not None:
+        return ResolvedThreshold(float(thresholds[name]), "history")
     if isinstance(thresholds, Mapping) and thresholds.get(name) is not None:
         return ResolvedThreshold(float(thresholds[name]), "override")
     types = baseline_metadata.get("scorerTypes")

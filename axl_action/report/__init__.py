@@ -12,6 +12,7 @@ posting comments belong to the CLI and the GitHub layer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from axl_action.compare.models import Comparison
 from axl_action.report.context import build_report_context
@@ -28,6 +29,9 @@ from axl_action.report.render import (
 )
 from axl_action.schema import EvalResult, item_key
 from axl_action.schema.io import gc_paused
+
+if TYPE_CHECKING:
+    from axl_action.history.analysis import HistoryAnalysis
 
 
 def _first(value: EvalResult | Sequence[EvalResult] | None) -> EvalResult | None:
@@ -51,10 +55,16 @@ def render_report_html(
     candidate: EvalResult | Sequence[EvalResult],
     baseline: EvalResult | Sequence[EvalResult] | None = None,
     comparison: Comparison | None = None,
+    *,
+    history: HistoryAnalysis | None = None,
 ) -> str:
-    """The single-file HTML report for these results (first run of each side)."""
+    """The single-file HTML report for these results (first run of each side).
+
+    ``history``: the analysis the context was built with; the item explorer then shows each
+    item's score history and gets a "flaky" filter.
+    """
     with gc_paused():
-        return _render_report_html(ctx, candidate, baseline, comparison)
+        return _render_report_html(ctx, candidate, baseline, comparison, history)
 
 
 def _render_report_html(
@@ -62,6 +72,7 @@ def _render_report_html(
     candidate: EvalResult | Sequence[EvalResult],
     baseline: EvalResult | Sequence[EvalResult] | None,
     comparison: Comparison | None,
+    history: HistoryAnalysis | None = None,
 ) -> str:
     cand = _first(candidate)
     assert cand is not None
@@ -79,6 +90,13 @@ def _render_report_html(
                 (ch.candidate_index if ch.candidate_index is not None else ch.item_index, ch.scorer)
             )
     names = [s.name for s in ctx.scorers] or list(cand.summary.scorers)
+    item_history = None
+    if history is not None and len(history.history):
+        from axl_action.history.panel import item_history as strips_of
+        from axl_action.report.explorer import ExplorerHistory
+
+        labels, strips, flaky = strips_of(history, [item_key(it.input) for it in cand.items], names)
+        item_history = ExplorerHistory(labels=labels, strips=strips, flaky=flaky)
     explorer = build_explorer(
         cand,
         base,
@@ -87,6 +105,7 @@ def _render_report_html(
         improvements=improvements,
         pairs=pairs,
         unpriced=ctx.cost.unpriced_models if ctx.cost is not None else (),
+        history=item_history,
     )
     return render_html(ctx, explorer, candidate=cand, baseline=base)
 

@@ -11,10 +11,11 @@ Works in three situations:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from axl_action.compare.gates import nothing_scored, unscored_note
-from axl_action.compare.models import Comparison, GateReport
+from axl_action.compare.models import Comparison, GateReport, ItemChange
 from axl_action.formatting import (
     format_budget_line,
     format_coverage_line,
@@ -23,6 +24,7 @@ from axl_action.formatting import (
     spend_pair,
     spend_shown,
 )
+from axl_action.history.panel import HistoryPanel
 from axl_action.report.escape import truncate
 from axl_action.report.explorer import display_text
 from axl_action.report.gate_rows import gate_row, own_gates
@@ -51,6 +53,9 @@ from axl_action.schema import (
     sample_counts,
 )
 from axl_action.schema.io import gc_paused
+
+if TYPE_CHECKING:
+    from axl_action.history.analysis import HistoryAnalysis
 
 #: What the context keeps; renderers show less (see render.COMMENT_STEPS).
 STORE_LIMITS = ReportLimits(top_items=5000, excerpt_chars=600)
@@ -248,11 +253,16 @@ def build_report_context(
     gates: GateReport | None = None,
     run_info: RunInfo | None = None,
     limits: ReportLimits = STORE_LIMITS,
+    history: HistoryAnalysis | None = None,
 ) -> ReportContext:
-    """Everything the comment, summary and HTML report show, from already-loaded inputs."""
+    """Everything the comment, summary and HTML report show, from already-loaded inputs.
+
+    ``history``: the baseline's history (``axl_action.history.analysis.analyse``) adds the
+    History panel, each scorer's noise band and the flaky marks on regressed items.
+    """
     # Millions of live objects from a large run: a full GC pass here costs ~1 s and frees nothing.
     with gc_paused():
-        return _build(candidate, baseline, comparison, gates, run_info, limits)
+        return _build(candidate, baseline, comparison, gates, run_info, limits, history)
 
 
 def _build(
@@ -262,6 +272,7 @@ def _build(
     gates: GateReport | None,
     run_info: RunInfo | None,
     limits: ReportLimits,
+    history: HistoryAnalysis | None = None,
 ) -> ReportContext:
     info = run_info or RunInfo()
     c_runs = _runs(candidate)
@@ -323,7 +334,7 @@ def _build(
     top: list[ItemExcerpt] = []
     regressed_items = 0
     if comparison is not None:
-        top, regressed_items = top_regressions(cand, base, comparison, limits)
+        top, regressed_items = top_regressions(cand, base, comparison, limits, flaky=_flaky_rule(history))
 
     errors: list[str] = []
     error_items = len(view.items.scorer_errors)
@@ -356,7 +367,7 @@ def _build(
         candidate=_side(c_runs),
         baseline=_side(b_runs) if b_runs else None,
         gates=gate_rows,
-        scorers=_scorer_rows(view, comparison),
+        scorers=_with_noise(_scorer_rows(view, comparison), history),
         cost=cost,
         budget_line=_strip(format_budget_line(acc), "Budget:"),
         coverage_line=coverage_line,
@@ -379,7 +390,42 @@ def _build(
             baseline_run_url=_safe_url(info.baseline_run_url),
         ),
         generated_at=info.generated_at,
+        history=_history_panel(history, [view, *(run_view(r) for r in c_runs[1:])], comparison, has_baseline),
         limits=limits,
+    )
+
+
+def _flaky_rule(history: HistoryAnalysis | None) -> Callable[[ItemChange], bool] | None:
+    if history is None:
+        return None
+    from axl_action.history.analysis import change_key
+
+    return lambda ch: history.is_flaky(change_key(ch), ch.scorer)
+
+
+def _with_noise(rows: list[ScorerRow], history: HistoryAnalysis | None) -> list[ScorerRow]:
+    if history is None:
+        return rows
+    for row in rows:
+        band = history.bands.get(row.name)
+        if band is not None:
+            row.noise_band = band.band
+            row.noise_moves = len(band.moves)
+    return rows
+
+
+def _history_panel(
+    history: HistoryAnalysis | None, views: list[RunView], comparison: Comparison | None, has_baseline: bool
+) -> HistoryPanel | None:
+    if history is None or not len(history.history):
+        return None
+    from axl_action.history.panel import history_panel
+
+    return history_panel(
+        history,
+        views,
+        comparison,
+        candidate_label="this PR" if has_baseline else "this run",
     )
 
 

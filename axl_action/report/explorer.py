@@ -20,6 +20,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from axl_action.formatting import spend_shown, usd
 from axl_action.report.escape import dumps_finite, json_for_script, script_safe, to_text, truncate
 from axl_action.schema import EvalItem, EvalResult, item_key
@@ -31,6 +34,7 @@ FLAG_FAILED = 8
 FLAG_BUDGET = 16
 FLAG_SKIPPED = 32
 FLAG_SCORER_ERRORS = 64
+FLAG_FLAKY = 128
 
 #: Detail JSON larger than this is deflated (a 10,000-item run stays well under 10 MB).
 COMPRESS_ABOVE = 1_000_000
@@ -47,6 +51,37 @@ REASON_KEYS = ("reasoning", "reason", "explanation", "rationale")
 
 
 @dataclass(frozen=True)
+class ExplorerHistory:
+    """Per candidate item, its recent baseline scores and the scorers it is flaky for
+    (``axl_action.history.panel.item_history``)."""
+
+    labels: list[str]
+    """The baseline runs the strips cover, oldest first (short commits)."""
+    strips: npt.NDArray[np.float64]
+    """Scores, shape (items, scorers, runs): each item's score per scorer in each of those
+    runs (NaN: none)."""
+    flaky: list[list[int]]
+    """Per item: indices of the scorers it is flaky for."""
+
+
+#: ``strips`` travel as int32 thousandths (NaN: this value), raw-deflated and base64-encoded.
+STRIP_NONE = -(2**31)
+
+
+def encode_strips(strips: npt.NDArray[np.float64]) -> str:
+    """The score strips as base64 of raw-deflated little-endian int32 thousandths.
+
+    Scores are stored with three decimals, so thousandths are exact; binary keeps 10,000
+    items × 4 scorers × 20 runs to a few hundred kilobytes and costs no JSON encoding.
+    """
+    with np.errstate(invalid="ignore"):
+        scaled = np.where(np.isnan(strips), STRIP_NONE, np.round(strips * 1000))
+    data = np.clip(scaled, STRIP_NONE, 2**31 - 1).astype("<i4").tobytes()
+    packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
+    return base64.b64encode(packer.compress(data) + packer.flush()).decode("ascii")
+
+
+@dataclass(frozen=True)
 class ExplorerPayload:
     """The two ``<script type="application/json">`` bodies of the report."""
 
@@ -58,6 +93,8 @@ class ExplorerPayload:
     """``json`` or ``deflate-raw+base64``."""
     items: int
     """Number of rows."""
+    history_text: str = ""
+    """The explorer's score strips (:func:`encode_strips`), empty without a history."""
 
 
 def display_text(value: Any) -> str:
@@ -216,12 +253,14 @@ def build_explorer(
     page_size: int = 100,
     pairs: Sequence[int | None] | None = None,
     unpriced: Collection[str] = (),
+    history: ExplorerHistory | None = None,
 ) -> ExplorerPayload:
     """Rows and details for every candidate item.
 
     Candidate item ``i`` pairs with baseline item ``pairs[i]`` (None: not in the baseline),
     or with baseline item ``i`` when ``pairs`` is not given. ``unpriced`` names the models
-    without a price, for an item's "Unknown spend" line.
+    without a price, for an item's "Unknown spend" line. With ``history``, rows carry the
+    flaky flag and a 12th column (flaky scorer indices or 0), details the score strip (``hs``).
     """
     index_of = {name: k for k, name in enumerate(scorers)}
     regressed_at: dict[int, list[int]] = {}
@@ -251,6 +290,9 @@ def build_explorer(
         errors = item.scorer_errors or []
         if errors:
             flags |= FLAG_SCORER_ERRORS
+        flaky_ids = history.flaky[i] if history is not None and i < len(history.flaky) else []
+        if flaky_ids:
+            flags |= FLAG_FLAKY
         c_details = item.score_details or {}
         b_details = (b.score_details or {}) if b is not None else {}
         by_scorer: list[dict[str, Any] | None] = []
@@ -286,6 +328,8 @@ def build_explorer(
                 _item_cost_text(item),
             ]
         )
+        if history is not None:
+            rows[-1].append(flaky_ids or 0)
         # Structured values stay JSON values; the page pretty-prints them on demand, which
         # is far cheaper than Python's indenting encoder for 10,000 items.
         detail: dict[str, Any] = {
@@ -332,10 +376,16 @@ def build_explorer(
         "pageSize": page_size,
         "rows": rows,
     }
+    history_text = ""
+    if history is not None:
+        shape = history.strips.shape
+        rows_doc["history"] = {"labels": history.labels, "scorers": int(shape[1]), "points": int(shape[2])}
+        history_text = encode_strips(history.strips)
     details_text, encoding = sink.finish()
     return ExplorerPayload(
         rows_json=json_for_script(rows_doc),
         details_text=details_text,
         details_encoding=encoding,
         items=len(rows),
+        history_text=history_text,
     )

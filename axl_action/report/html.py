@@ -78,11 +78,17 @@ def build_charts(ctx: ReportContext, candidate: EvalResult, baseline: EvalResult
                 acc.operations.unknown,
             )
         )
-    return {
+    out: dict[str, Any] = {
         "forest": charts.delta_forest(ctx.scorers) if ctx.has_baseline else "",
         "distributions": distributions,
         "cost": charts.cost_breakdown(sides),
+        "history": [],
     }
+    if ctx.history is not None:
+        from axl_action.history.charts import history_charts
+
+        out["history"] = history_charts(ctx.history)
+    return out
 
 
 def render_html(
@@ -95,17 +101,23 @@ def render_html(
 ) -> str:
     """The single-file HTML report: static summary plus the inline item explorer."""
     js = _asset("report.js")
+    css = _asset("report.css")
+    if ctx.history is not None:
+        # The History panel's own script and styles, in the same one inline script and sheet.
+        js += "\n" + _asset("history.js")
+        css += "\n" + _asset("history.css")
     if "</script" in js.lower() or "<!--" in js:
         raise ValueError("report.js must not contain '</script' or '<!--'")
     return render_template(
         "report.html.j2",
         ctx=ctx,
-        css=_asset("report.css"),
+        css=css,
         js=js,
         csp=content_security_policy(js),
         charts=build_charts(ctx, candidate, baseline),
         rows_json=explorer.rows_json,
         details_text=explorer.details_text,
         details_encoding=explorer.details_encoding,
+        history_text=explorer.history_text,
         static_items=static_items,
     )

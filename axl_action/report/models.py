@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from axl_action.history.panel import HistoryPanel
+
 Verdict = Literal["pass", "fail", "warn"]
 GateStatus = Literal["pass", "fail", "warn", "refused", "skipped"]
 ScorerVerdict = Literal["regressed", "improved", "unchanged", "inconclusive", "new"]
@@ -36,6 +38,8 @@ class ReportLimits(_Model):
     """Whether the accounting details are shown."""
     show_items: bool = True
     """Whether the regressed-items section is shown at all."""
+    show_history: bool = True
+    """Whether the history rows (sparklines of past baseline means) are shown."""
 
 
 class GateRow(_Model):
@@ -96,6 +100,10 @@ class ScorerRow(_Model):
     """Candidate items where the scorer did not apply."""
     n: int = 0
     """Paired samples behind the CI."""
+    noise_band: float | None = None
+    """How much this scorer's mean moves between baseline runs (± half-width), from history."""
+    noise_moves: int = 0
+    """Run-to-run moves the band was measured from."""
 
 
 class CostBlock(_Model):
@@ -192,6 +200,8 @@ class ScoreChange(_Model):
     """candidate - baseline."""
     regressed: bool = False
     """Whether the compare engine counted this as a regression."""
+    flaky: bool = False
+    """The item is flaky for this scorer (its score moved across unchanged baselines)."""
 
 
 class ItemExcerpt(_Model):
@@ -215,6 +225,8 @@ class ItemExcerpt(_Model):
     """Judge reasoning of the candidate's worst scorer, shortened (untrusted)."""
     outcome: str = "completed"
     """Candidate outcome."""
+    flaky: bool = False
+    """Every regression of this item is on a scorer it is flaky for (listed last, marked 🔁)."""
 
 
 class AccountingPanel(_Model):
@@ -360,6 +372,8 @@ class ReportContext(_Model):
     """Run and report links."""
     generated_at: str | None = None
     """Footer timestamp."""
+    history: HistoryPanel | None = None
+    """Trends over the baseline history, noise bands and flaky items (when a history is known)."""
     limits: ReportLimits = Field(default_factory=ReportLimits)
     """Detail limits this context was rendered with."""
     trim_note: str | None = None

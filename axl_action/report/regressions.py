@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from axl_action.compare.models import Comparison, ItemChange
 from axl_action.report.escape import to_text, truncate
 from axl_action.report.explorer import display_text, reasoning_of
@@ -18,8 +20,14 @@ def top_regressions(
     baseline: EvalResult | None,
     comparison: Comparison,
     limits: ReportLimits,
+    *,
+    flaky: Callable[[ItemChange], bool] | None = None,
 ) -> tuple[list[ItemExcerpt], int]:
-    """The worst regressed items (worst delta first) with excerpts, and the number regressed."""
+    """The worst regressed items (worst delta first) with excerpts, and the number regressed.
+
+    ``flaky``: whether a regression is on an item flaky for its scorer (from history); such
+    changes are marked, and items whose every regression is flaky are listed last.
+    """
     by_item: dict[int, list[ItemChange]] = {}
     for ch in comparison.regressions:
         by_item.setdefault(_cand_index(ch), []).append(ch)
@@ -27,7 +35,12 @@ def top_regressions(
     for ch in [*comparison.regressions, *comparison.improvements]:
         improved_or_reg.setdefault(_cand_index(ch), {})[ch.scorer] = ch
     baseline_index = {_cand_index(ch): ch.item_index for ch in comparison.regressions}
-    order = sorted(by_item, key=lambda i: (min(ch.delta for ch in by_item[i]), i))
+    is_flaky = flaky or (lambda ch: False)
+
+    def all_flaky(changes: Sequence[ItemChange]) -> bool:
+        return flaky is not None and all(is_flaky(ch) for ch in changes)
+
+    order = sorted(by_item, key=lambda i: (all_flaky(by_item[i]), min(ch.delta for ch in by_item[i]), i))
     excerpts: list[ItemExcerpt] = []
     n = limits.excerpt_chars
     for i in order[: limits.top_items]:
@@ -39,6 +52,7 @@ def top_regressions(
                 candidate=ch.candidate_score,
                 delta=ch.delta,
                 regressed=True,
+                flaky=is_flaky(ch),
             )
             for ch in regs
         ]
@@ -75,6 +89,7 @@ def top_regressions(
                 worst_delta=worst.delta,
                 reasoning=reasoning,
                 outcome=c_item.bucket if c_item is not None else "completed",
+                flaky=all_flaky(regs),
             )
         )
     return excerpts, len(by_item)

@@ -144,15 +144,29 @@ def render_template(name: str, **values: Any) -> str:
 
 
 # Each step keeps less; the note says what went. The last step is verdict, gates and links.
+# The history rows (sparklines) are the first thing to go: step 2 is step 1 without them.
 COMMENT_STEPS: tuple[ReportLimits, ...] = (
     ReportLimits(top_items=10, excerpt_chars=280),
-    ReportLimits(top_items=5, excerpt_chars=160, max_scorers=40),
-    ReportLimits(top_items=3, excerpt_chars=80, max_scorers=25, max_models=8),
+    ReportLimits(top_items=10, excerpt_chars=280, show_history=False),
+    ReportLimits(top_items=5, excerpt_chars=160, max_scorers=40, show_history=False),
+    ReportLimits(top_items=3, excerpt_chars=80, max_scorers=25, max_models=8, show_history=False),
     ReportLimits(
-        top_items=0, show_items=False, show_timing=False, show_accounting=False, max_scorers=15, max_models=0
+        top_items=0,
+        show_items=False,
+        show_timing=False,
+        show_accounting=False,
+        max_scorers=15,
+        max_models=0,
+        show_history=False,
     ),
     ReportLimits(
-        top_items=0, show_items=False, show_timing=False, show_accounting=False, max_scorers=0, max_models=0
+        top_items=0,
+        show_items=False,
+        show_timing=False,
+        show_accounting=False,
+        max_scorers=0,
+        max_models=0,
+        show_history=False,
     ),
 )
 
@@ -161,7 +175,14 @@ SUMMARY_STEPS: tuple[ReportLimits, ...] = (
     ReportLimits(top_items=1000, excerpt_chars=240, max_scorers=200, max_models=50),
     ReportLimits(top_items=200, excerpt_chars=120, max_scorers=100, max_models=20),
     ReportLimits(top_items=25, excerpt_chars=80, max_scorers=50, max_models=10),
-    ReportLimits(top_items=0, show_items=False, show_timing=False, show_accounting=False, max_scorers=20),
+    ReportLimits(
+        top_items=0,
+        show_items=False,
+        show_timing=False,
+        show_accounting=False,
+        max_scorers=20,
+        show_history=False,
+    ),
 )
 
 
@@ -179,6 +200,8 @@ def _trim_note(ctx: ReportContext, limits: ReportLimits, where: str, full: Repor
         cut.append("model timing left out" if not limits.show_timing else "some model timing rows left out")
     if ctx.accounting is not None and full.show_accounting and not limits.show_accounting:
         cut.append("accounting details left out")
+    if ctx.history is not None and ctx.history.scorers and full.show_history and not limits.show_history:
+        cut.append("history sparklines left out")
     if not cut:
         return None
     return f"Trimmed to fit {where}: " + "; ".join(cut) + ". The HTML report has everything."

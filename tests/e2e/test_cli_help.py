@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from axl_action.cli import compare, main, report, rescore, run
+from axl_action.cli import compare, history, main, report, rescore, run
 
 
 def _help(capsys: pytest.CaptureFixture[str]) -> str:
@@ -28,7 +28,7 @@ def test_lists_every_argparse_flag(module: object, capsys: pytest.CaptureFixture
         assert flag in text, flag
 
 
-@pytest.mark.parametrize("module", [compare, report], ids=["compare", "report"])
+@pytest.mark.parametrize("module", [compare, report, history], ids=["compare", "report", "history"])
 def test_lists_every_scanned_flag(module: object, capsys: pytest.CaptureFixture[str]) -> None:
     text = _help(capsys)
     for flag in (*module._VALUE_FLAGS, *module._BOOL_FLAGS):  # type: ignore[attr-defined]

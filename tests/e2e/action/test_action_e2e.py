@@ -173,6 +173,8 @@ class Harness:
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(self.tmp),
             "PYTHONSAFEPATH": "1",
+            # The caller's PYTHONPATH, so a source tree that shadows the installed package is tested.
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
             "GITHUB_ACTIONS": "true",
             "CI": "true",
             "GITHUB_EVENT_NAME": event_name,
