@@ -34,7 +34,7 @@ from axl_action.errors import ResultFileError
 from axl_action.schema.accounting import KNOWN_ACCOUNTING_VERSIONS
 from axl_action.schema.base import WIRE
 from axl_action.schema.jsonio import dumps_js_bytes
-from axl_action.schema.result import EvalResult, RunHeader
+from axl_action.schema.result import ColumnCache, EvalResult, RunHeader
 from axl_action.schema.view import ItemShapeError, RunView, item_columns
 
 _HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
@@ -120,16 +120,26 @@ def _parse(data: Any, source: str) -> ResultFile:
         results = []
         for i, entry in enumerate(data):
             _check_shape(entry, source, f"entry [{i}]")
-            try:
-                results.append(EvalResult.model_validate(entry, context=WIRE))
-            except ValidationError as err:
-                raise _explain(err, source, f"[{i}]") from None
+            results.append(_result(entry, source, f"[{i}]"))
         return ResultFile(path=source, results=results, is_list=True)
     _check_shape(data, source, "")
+    return ResultFile(path=source, results=[_result(data, source, "")], is_list=False)
+
+
+def _result(entry: dict[str, Any], source: str, where: str) -> EvalResult:
+    """One validated result, with the columns of its items read from the same parsed JSON (so
+    counting it later needs no dump of the item models)."""
     try:
-        return ResultFile(path=source, results=[EvalResult.model_validate(data, context=WIRE)], is_list=False)
+        result = EvalResult.model_validate(entry, context=WIRE)
     except ValidationError as err:
-        raise _explain(err, source, "") from None
+        raise _explain(err, source, where) from None
+    items = entry.get("items")
+    if isinstance(items, list):
+        # The model accepted every item, so a field the columns would refuse can only be
+        # one validation coerced; such a result is counted from its models instead.
+        with contextlib.suppress(ItemShapeError):
+            result._columns = ColumnCache(result.items, item_columns(items, result.scorer_names))
+    return result
 
 
 def _decode_json(raw: bytes, source: str) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 from axl_action.schema.accounting import Accounting, EvalAccounting
 from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireModel
@@ -373,11 +373,34 @@ class RunHeader(CompleteWireModel):
         return dict(types) if isinstance(types, dict) else {}
 
 
+class ColumnCache:
+    """The item columns read from the same JSON a result was validated from, and the item
+    list they describe (see ``EvalResult``). A cache, not part of the result's value: it
+    compares equal to any other cache and to none, so it never changes whether two results
+    are equal."""
+
+    __slots__ = ("columns", "items")
+
+    def __init__(self, items: list[Any], columns: Any) -> None:
+        self.items = items
+        self.columns = columns
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or isinstance(other, ColumnCache)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class EvalResult(RunHeader):
     """One eval run: the top-level object of a results file (runner spec §14.1)."""
 
     items: list[EvalItem]
     """Items in dataset order."""
+
+    # Set by the file reader: dumping 10,000 item models again just to count them took longer
+    # than reading the file. A copy given other items (``model_copy(update=...)``) holds
+    # another list and is counted from its models. Not part of the wire format.
+    _columns: ColumnCache | None = PrivateAttr(default=None)
 
     @model_serializer(mode="wrap")
     def _items_before_summary(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

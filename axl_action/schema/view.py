@@ -326,7 +326,13 @@ def _legacy_bucket(score: Any, detail: Mapping[str, Any] | None) -> int:
 
 
 def run_view(result: EvalResult) -> RunView:
-    """The view of a result model (its items dumped to wire shape, only the fields read)."""
+    """The view of a result model: from the columns the file reader read with it, else from its
+    items dumped to wire shape (only the fields read)."""
+    cached = result._columns
+    if cached is not None and cached.items is result.items:
+        columns = cached.columns
+        if isinstance(columns, ItemColumns) and columns.size == len(result.items):
+            return RunView(header=result, items=columns)
     wire = result.model_dump(
         by_alias=True, exclude_unset=True, include={"items": {"__all__": set(ITEM_FIELDS)}}
     )
