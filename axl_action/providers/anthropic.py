@@ -9,14 +9,11 @@ from axl_action.providers.base import (
     HttpProvider,
     MalformedResponseError,
     ParsedReply,
-    base_url_from,
     dig,
     number,
-    require_env,
-    transport_from_env,
+    str_or_none,
     with_options,
 )
-from axl_action.providers.transport import HttpTransport
 from axl_action.providers.types import ChatRequest, TokenUsage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -29,6 +26,9 @@ class AnthropicProvider(HttpProvider):
     """``POST {base}/v1/messages`` with ``x-api-key`` and ``anthropic-version``."""
 
     name = "anthropic"
+    key_env = ("ANTHROPIC_API_KEY",)
+    base_url_env = "ANTHROPIC_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
 
     def endpoint(self, request: ChatRequest) -> str:
         return f"{self.base_url}/v1/messages"
@@ -62,13 +62,12 @@ class AnthropicProvider(HttpProvider):
         text = "".join(
             str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
         )
-        stop = body.get("stop_reason")
         return ParsedReply(
             text=text,
             usage=parse_usage(body.get("usage")),
             model=str(body.get("model") or ""),
-            finish_reason=stop if isinstance(stop, str) else None,
-            request_id=body.get("id") if isinstance(body.get("id"), str) else None,
+            finish_reason=str_or_none(body.get("stop_reason")),
+            request_id=str_or_none(body.get("id")),
         )
 
 
@@ -87,11 +86,5 @@ def parse_usage(raw: Any) -> TokenUsage | None:
     )
 
 
-def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> AnthropicProvider:
-    """Build from ``ANTHROPIC_API_KEY`` and optional ``ANTHROPIC_BASE_URL``."""
-    key = require_env(env, "ANTHROPIC_API_KEY", provider="anthropic")
-    return AnthropicProvider(
-        api_key=key,
-        base_url=base_url_from(env, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
-        transport=transport or transport_from_env(env, "anthropic", key),
-    )
+from_env = AnthropicProvider.from_env
+"""Build from ``ANTHROPIC_API_KEY`` and optional ``ANTHROPIC_BASE_URL``."""
