@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
+from axl_action.errors import json_location
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.redact import register_secret
 from axl_action.providers.transport import HttpTransport
@@ -110,13 +111,11 @@ def number(value: Any) -> float:
 def dig(body: Any, *path: str | int) -> Any:
     """``body[path[0]][path[1]]...``; raises ``MalformedResponseError`` naming the path."""
     current = body
-    walked = ""
-    for key in path:
-        walked += f"[{key}]" if isinstance(key, int) else (f".{key}" if walked else key)
+    for depth, key in enumerate(path):
         try:
             current = current[key]
         except (KeyError, IndexError, TypeError):
-            raise MalformedResponseError(f"the response has no {walked}") from None
+            raise MalformedResponseError(f"the response has no {json_location(path[: depth + 1])}") from None
     return current
 
 
