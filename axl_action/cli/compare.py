@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from axl_action.cli.commands import help_requested
 from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
@@ -104,8 +105,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     """Entry point of ``axl-eval compare``; returns the exit code."""
     stdout = out or sys.stdout
     stderr = err or sys.stderr
-    if argv and argv[0] in ("-h", "--help"):
-        print(HELP, file=stdout)
+    if help_requested(argv, HELP, stdout):
         return 0
     args = parse_args(argv)
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from axl_action.cli.commands import help_requested
 from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
@@ -136,8 +137,7 @@ def _write(path: str, text: str) -> Path:
 def run(argv: list[str], *, out: TextIO | None = None) -> int:
     """Entry point of ``axl-eval report``; returns the exit code."""
     stdout = out or sys.stdout
-    if argv and argv[0] in ("-h", "--help"):
-        print(HELP, file=stdout)
+    if help_requested(argv, HELP, stdout):
         return 0
     args = parse_args(argv)
 
