@@ -12,7 +12,6 @@ from axl_action.providers.base import (
     dig,
     number,
     str_or_none,
-    with_options,
 )
 from axl_action.providers.types import ChatRequest, TokenUsage
 
@@ -36,7 +35,7 @@ class AnthropicProvider(HttpProvider):
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         body: dict[str, Any] = {
             "model": request.model,
@@ -53,7 +52,7 @@ class AnthropicProvider(HttpProvider):
             body["stop_sequences"] = list(request.stop)
         # The Messages API has no JSON mode: a json_object response_format is satisfied by the
         # prompt itself, so it is deliberately not sent.
-        return with_options(body, request)
+        return body
 
     def parse(self, body: Any) -> ParsedReply:
         blocks = dig(body, "content")

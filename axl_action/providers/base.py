@@ -168,8 +168,13 @@ class HttpProvider(ABC):
         """Request headers, including the credential header."""
 
     @abstractmethod
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The adapter's JSON body for ``request``, before ``provider_options``."""
+
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
-        """The JSON body for ``request``."""
+        """The JSON body for ``request``: :meth:`wire_body` with ``provider_options`` merged last,
+        so the escape hatch overrides whatever an adapter set."""
+        return with_options(self.wire_body(request), request)
 
     @abstractmethod
     def parse(self, body: Any) -> ParsedReply:

@@ -13,7 +13,6 @@ from axl_action.providers.base import (
     dig,
     number,
     str_or_none,
-    with_options,
 )
 from axl_action.providers.types import ChatRequest, TokenUsage
 
@@ -35,7 +34,7 @@ class GoogleProvider(HttpProvider):
     def headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self.api_key}
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         body: dict[str, Any] = {
             "contents": [
@@ -57,7 +56,7 @@ class GoogleProvider(HttpProvider):
             config["responseMimeType"] = "application/json"
         if config:
             body["generationConfig"] = config
-        return with_options(body, request)
+        return body
 
     def parse(self, body: Any) -> ParsedReply:
         candidates = body.get("candidates") if isinstance(body, Mapping) else None

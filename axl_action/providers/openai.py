@@ -14,7 +14,6 @@ from axl_action.providers.base import (
     number,
     str_or_none,
     usable_cost,
-    with_options,
 )
 from axl_action.providers.types import ChatRequest, TokenUsage
 
@@ -39,7 +38,7 @@ class OpenAIProvider(HttpProvider):
     def headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"}
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -55,7 +54,7 @@ class OpenAIProvider(HttpProvider):
             body["stop"] = list(request.stop)
         if request.response_format is not None:
             body["response_format"] = dict(request.response_format)
-        return with_options(body, request)
+        return body
 
     def parse(self, body: Any) -> ParsedReply:
         message = dig(body, "choices", 0, "message")
