@@ -33,7 +33,7 @@ from axl_action.github.baseline_policy import (
     has_plausible,
     newest_key,
 )
-from axl_action.github.client import repo_path
+from axl_action.github.client import own_session, repo_path
 from axl_action.github.errors import (
     ArtifactError,
     ArtifactExpiredError,
@@ -199,8 +199,7 @@ def download_artifact(
     blob fetch is retried (``attempts`` in all) by the client's retrier (``github.retry``).
     """
     path = f"{repo_path(repo)}/actions/artifacts/{int(artifact_id)}/zip"
-    session = blob_session or requests.Session()
-    session.trust_env = False  # no .netrc credentials on the blob request either
+    session = own_session(blob_session)
 
     def attempt(_: int) -> bytes:
         try:
