@@ -117,14 +117,15 @@ def md_code_span(value: object, limit: int | None = None) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def to_text(value: object) -> str:
-    """Any JSON value as display text: strings as-is, everything else as compact JSON."""
+def to_text(value: object, *, indent: int | None = None) -> str:
+    """Any JSON value as display text: strings as-is, everything else as JSON (compact, or
+    pretty-printed with ``indent``)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
     except (TypeError, ValueError):
         return str(value)
 
