@@ -1,8 +1,10 @@
-"""Rules more than one ``axl-eval`` command follows: the help flag, the request-capture flags,
-signal handling, and the closing notes of a command that called models.
+"""Rules more than one ``axl-eval`` command follows: the help flag, comparing and gating by the
+gate flags, the request-capture flags, signal handling, and the closing notes of a command
+that called models.
 
 ``compare``, ``report``, ``history`` and ``merge`` answer ``-h``/``--help`` as their first
-argument the same way; ``run`` and ``rescore`` share the capture flags and how they end.
+argument the same way; ``compare`` and ``report`` compare and gate the same way; ``run`` and
+``rescore`` share the capture flags and how they end.
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from axl_action.cli.common import Interrupt, pricing_notes
 from axl_action.errors import UsageError
+
+if TYPE_CHECKING:
+    from axl_action.cli.flags import GateFlags
+    from axl_action.compare.models import Comparison, GateReport
+    from axl_action.history import AutoThresholds
+    from axl_action.schema.view import Side
 
 
 def help_requested(argv: Sequence[str], help_text: str, out: TextIO) -> bool:
@@ -23,6 +31,24 @@ def help_requested(argv: Sequence[str], help_text: str, out: TextIO) -> bool:
         print(help_text, file=out)
         return True
     return False
+
+
+def compare_and_gate(
+    gates: GateFlags,
+    baseline: Side,
+    candidate: Side,
+    auto: AutoThresholds | None,
+    *,
+    holm: bool = False,
+) -> tuple[Comparison, GateReport]:
+    """Compare with the engine options the gate flags ask for (``auto``: the thresholds
+    ``--threshold auto`` measured) and apply the gates they configure."""
+    from axl_action.compare.engine import compare_results
+    from axl_action.compare.gates import evaluate_gates
+
+    measured = auto.values if auto is not None else None
+    comparison = compare_results(baseline, candidate, gates.compare_options(holm=holm, measured=measured))
+    return comparison, evaluate_gates(comparison, baseline, candidate, gates.gate_options())
 
 
 def add_capture_flags(parser: argparse.ArgumentParser, *, calls: str) -> None:
