@@ -17,6 +17,13 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class AxlError(Exception):
     """Base class: a user-facing error with an optional hint on how to fix it."""
@@ -96,3 +103,24 @@ class ActionPublishError(AxlError):
     """The action could not publish a result (artifact, comment, summary) it was asked to."""
 
     code = "PUBLISH"
+
+
+def json_location(loc: Iterable[int | str]) -> str:
+    """A place inside a JSON document as messages name it (``items[3].input``); an empty
+    location is ``(top level)``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def validation_problem(err: ValidationError, *, prefix: str = "") -> str:
+    """The first problem of a pydantic validation as a message tail: ``at <location>: <what>,
+    got <value> (and N more problems)``; ``prefix`` is the location of the validated value."""
+    first = err.errors()[0]
+    loc = json_location([*([prefix] if prefix else []), *first["loc"]])
+    more = err.error_count() - 1
+    tail = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
+    got = first.get("input")
+    shown = "" if isinstance(got, dict | list) else f", got {json.dumps(got, default=str)[:80]}"
+    return f"at {loc}: {first['msg']}{shown}{tail}"

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from axl_action.cli.commands import compare_and_gate, help_requested
 from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
@@ -104,15 +105,12 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     """Entry point of ``axl-eval compare``; returns the exit code."""
     stdout = out or sys.stdout
     stderr = err or sys.stderr
-    if argv and argv[0] in ("-h", "--help"):
-        print(HELP, file=stdout)
+    if help_requested(argv, HELP, stdout):
         return 0
     args = parse_args(argv)
 
     from axl_action.compare.console import format_compare
-    from axl_action.compare.engine import compare_results
     from axl_action.compare.gates import (
-        evaluate_gates,
         scorer_subset_refusal,
         scorer_subset_sides,
         scorer_subset_warning,
@@ -134,17 +132,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     history, auto = history_for(args.gates, baseline[0].header)
     for note in auto.notes if auto is not None else ():
         _warn(stderr, "NOTE: " + note)
-    comparison = compare_results(
-        baseline,
-        candidate,
-        args.gates.compare_options(holm=args.holm, measured=auto.values if auto is not None else None),
-    )
-    report = evaluate_gates(
-        comparison,
-        baseline,
-        candidate,
-        args.gates.gate_options(),
-    )
+    comparison, report = compare_and_gate(args.gates, baseline, candidate, auto, holm=args.holm)
     from axl_action.compare.hints import argument_hints
 
     for hint in argument_hints(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from axl_action.cli.commands import compare_and_gate, help_requested
 from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
@@ -136,14 +137,11 @@ def _write(path: str, text: str) -> Path:
 def run(argv: list[str], *, out: TextIO | None = None) -> int:
     """Entry point of ``axl-eval report``; returns the exit code."""
     stdout = out or sys.stdout
-    if argv and argv[0] in ("-h", "--help"):
-        print(HELP, file=stdout)
+    if help_requested(argv, HELP, stdout):
         return 0
     args = parse_args(argv)
 
     from axl_action.cli.history import history_for
-    from axl_action.compare.engine import compare_results
-    from axl_action.compare.gates import evaluate_gates
     from axl_action.report import (
         RunInfo,
         build_report_context,
@@ -159,14 +157,7 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
     history, auto = history_for(args.gates, reference)
     comparison = gates = None
     if baseline is not None:
-        measured = auto.values if auto is not None else None
-        comparison = compare_results(baseline, candidate, args.gates.compare_options(measured=measured))
-        gates = evaluate_gates(
-            comparison,
-            baseline,
-            candidate,
-            args.gates.gate_options(),
-        )
+        comparison, gates = compare_and_gate(args.gates, baseline, candidate, auto)
         from axl_action.compare.hints import argument_hints
 
         for hint in argument_hints(

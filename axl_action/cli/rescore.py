@@ -18,14 +18,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from axl_action.cli.commands import add_capture_flags, cancel_on_signals, check_capture_flags, closing_notes
 from axl_action.cli.common import (
     ArgParser,
-    Interrupt,
     budget_arg,
     env_int,
     make_runtime,
     positive_int,
-    pricing_notes,
     sidecar_sink,
     write_results,
 )
@@ -63,16 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="items rescored at once (default: $AXL_EVAL_CONCURRENCY, else 5)",
     )
-    parser.add_argument(
-        "--capture-requests",
-        action="store_true",
-        help="write every judge request/response (secrets redacted) to <output>.requests.jsonl",
-    )
-    parser.add_argument(
-        "--redact-content",
-        action="store_true",
-        help="with --capture-requests: also replace prompt and completion text in the captured records",
-    )
+    add_capture_flags(parser, calls="judge")
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
     # Recognized so that they are refused with a reason instead of "unknown flag".
     parser.add_argument("--scorers", metavar="a,b", help=argparse.SUPPRESS)
@@ -94,10 +84,7 @@ def _check(args: argparse.Namespace) -> tuple[Path, Path]:
     if len(args.paths) != 2:
         got = f"got {len(args.paths)} path(s)" + (f": {' '.join(args.paths)}" if args.paths else "")
         raise UsageError(f"rescore needs a results file and an eval file, {got}", hint=USAGE_HINT)
-    if args.capture_requests and not args.output:
-        raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
-    if args.redact_content and not args.capture_requests:
-        raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
+    check_capture_flags(args)
     return Path(args.paths[0]), Path(args.paths[1])
 
 
@@ -126,25 +113,16 @@ def run(argv: list[str]) -> int:
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
     runtime = make_runtime(args.pricing)
 
-    interrupt = Interrupt()
-    interrupt.install()
-    try:
+    with cancel_on_signals() as interrupt:
         rescored = _rescore_all(source, scorers, runtime, args, concurrency, interrupt.event)
-    finally:
-        interrupt.restore()
     views = [wire_view(result) for result in rescored]
     for view in views:
         print("\n" + console.format_table(view) + "\n")
     if args.output and rescored:
         write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
-    for line in pricing_notes(runtime.pricing):
-        print(line, file=sys.stderr)
-    if interrupt.signum is not None:
-        print(
-            f"[axl-eval] Interrupted: wrote the results rescored so far ({len(rescored)} result(s)).",
-            file=sys.stderr,
-        )
-        return interrupt.exit_code
+    interrupted = closing_notes(runtime, interrupt, written=len(rescored), what="rescored")
+    if interrupted is not None:
+        return interrupted
     code = 0
     for view in views:
         message = console.budget_stop_message(view.header, f"rescore {results_path}")

@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -149,25 +150,37 @@ def resample_means_many(
     if any(len(s) != n for s in samples):
         raise ValueError("resample_means_many needs samples of equal length")
     outputs = [np.empty(n_resamples, dtype=np.float64) for _ in samples]
-    threads = workers if workers is not None else min(2, os.cpu_count() or 1)
-    # Threads only pay off for enough draws; ranges are whole resamples.
+    threads = worker_threads(workers)
+    # Threads only pay off for enough draws.
     if n * n_resamples < 4 * _CHUNK:
         threads = 1
+    draw_in_ranges(partial(_draw_range, samples, outputs), n, n_resamples, seed, threads)
+    return outputs
+
+
+def worker_threads(workers: int | None) -> int:
+    """``workers``, or by default two threads where the machine has two cores."""
+    return workers if workers is not None else min(2, os.cpu_count() or 1)
+
+
+def draw_in_ranges(
+    draw_range: Callable[[int, int, int], None], n: int, n_resamples: int, seed: int, threads: int
+) -> None:
+    """Call ``draw_range(first, last, state)`` over resamples ``0..n_resamples-1`` of ``n``
+    draws each, split into up to ``threads`` contiguous ranges of whole resamples run in
+    parallel; ``state`` is the seed's stream jumped ahead to draw ``first * n``, so the
+    split never changes a single draw."""
     threads = max(1, min(threads, n_resamples))
     bounds = [n_resamples * t // threads for t in range(threads + 1)]
     start = seed_state(seed)
     states = [start if b == 0 else apply_jump(jump_columns(b * n), start) for b in bounds[:-1]]
     if threads == 1:
-        _draw_range(samples, outputs, 0, n_resamples, start)
-    else:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            futures = [
-                pool.submit(_draw_range, samples, outputs, bounds[t], bounds[t + 1], states[t])
-                for t in range(threads)
-            ]
-            for f in futures:
-                f.result()
-    return outputs
+        draw_range(0, n_resamples, start)
+        return
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = [pool.submit(draw_range, bounds[t], bounds[t + 1], states[t]) for t in range(threads)]
+        for f in futures:
+            f.result()
 
 
 def _sequential_mean(values: npt.NDArray[np.float64]) -> float:

@@ -22,9 +22,8 @@ in thousandths, or when too many resamples need recomputing, the caller uses the
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +32,6 @@ from axl_action.compare import bootstrap as exact
 from axl_action.compare.prng import (
     ChunkedStream,
     Xorshift32Stream,
-    apply_jump,
-    jump_columns,
     jump_many,
     seed_state,
 )
@@ -95,21 +92,9 @@ def integer_sums(
     """Per-resample sums of the drawn thousandths, for samples of equal length."""
     n = len(codes[0])
     outputs = [np.zeros(n_resamples, dtype=np.int64) for _ in codes]
-    threads = workers if workers is not None else min(2, os.cpu_count() or 1)
-    threads = max(1, min(threads, n_resamples))
-    bounds = [n_resamples * t // threads for t in range(threads + 1)]
-    start = seed_state(seed)
-    states = [start if b == 0 else apply_jump(jump_columns(b * n), start) for b in bounds[:-1]]
-    if threads == 1:
-        _sum_range(codes, outputs, 0, n_resamples, start)
-    else:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            futures = [
-                pool.submit(_sum_range, codes, outputs, bounds[t], bounds[t + 1], states[t])
-                for t in range(threads)
-            ]
-            for f in futures:
-                f.result()
+    exact.draw_in_ranges(
+        partial(_sum_range, codes, outputs), n, n_resamples, seed, exact.worker_threads(workers)
+    )
     return outputs
 
 

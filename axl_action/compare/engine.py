@@ -110,6 +110,18 @@ def detect_partial(runs: Sequence[Run]) -> PartialBatch | None:
     return PartialBatch(completed=len(runs), attempted=int(attempted))
 
 
+def _side_info(runs: list[RunView], run_count: int) -> SideInfo:
+    """One side's identity: its first run's id and metadata, and how many runs it holds."""
+    first = runs[0].header
+    return SideInfo(
+        id=first.id,
+        metadata=first.metadata,
+        run_count=run_count,
+        partial=detect_partial(runs),
+        runs_available=len(runs),
+    )
+
+
 def _summary_mean(run: RunView, name: str) -> float:
     stats = run.header.summary.scorers.get(name)
     return stats.mean if stats is not None else 0.0
@@ -359,20 +371,8 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
     cost = compare_cost(trunc_b, trunc_c, names)
     matched = len(alignment.baseline_index) if alignment.mode == "key" else min(raw_b[0].size, raw_c[0].size)
     return Comparison(
-        baseline=SideInfo(
-            id=b_ref.id,
-            metadata=b_ref.metadata,
-            run_count=run_count,
-            partial=detect_partial(raw_b),
-            runs_available=len(raw_b),
-        ),
-        candidate=SideInfo(
-            id=c_ref.id,
-            metadata=c_ref.metadata,
-            run_count=run_count,
-            partial=detect_partial(raw_c),
-            runs_available=len(raw_c),
-        ),
+        baseline=_side_info(raw_b, run_count),
+        candidate=_side_info(raw_c, run_count),
         scorers=scorers,
         timing=timing,
         cost=cost,

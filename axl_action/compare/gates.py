@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from axl_action.compare.models import Comparison, Gate, GateReport, ItemErrorRate, ScorerComparison
 from axl_action.compare.text import to_fixed
@@ -301,22 +302,17 @@ def _budget_gate(baseline: Sequence[RunHeader], candidate: Sequence[RunHeader]) 
                 stopped.append(
                     f"{side} run {run.id} was stopped by its {usd(acc.budget.limit)} budget{refused}"
                 )
+    gate = partial(Gate, name="budget", limit=limit, observed=spend)
     if stopped:
-        return Gate(
-            name="budget",
+        return gate(
             status="warn",
-            limit=limit,
-            observed=spend,
             message=f"{stopped[0]} — its scores and cost cover only the work the budget admitted.",
             details=stopped[1:],
         )
     if limit is None:
-        return Gate(name="budget", status="skipped", message="No budget was configured on the candidate.")
-    return Gate(
-        name="budget",
+        return gate(status="skipped", message="No budget was configured on the candidate.")
+    return gate(
         status="pass",
-        limit=limit,
-        observed=spend,
         message=f"Candidate spent {usd(spend or 0)} of its {usd(limit)} budget and was not stopped.",
     )
 
@@ -325,30 +321,13 @@ def _item_gate(rates: list[ItemErrorRate], limit: float) -> Gate:
     worst = max((r.rate for r in rates), default=0.0)
     reason = item_error_rate_reason(rates, limit)
     warnings = item_error_rate_warnings(rates)
+    gate = partial(Gate, name="item-error-rate", limit=limit, observed=worst)
     if reason is not None:
-        return Gate(
-            name="item-error-rate",
-            status="refused",
-            limit=limit,
-            observed=worst,
-            message=reason,
-            details=warnings,
-        )
+        return gate(status="refused", message=reason, details=warnings)
     if warnings:
-        return Gate(
-            name="item-error-rate",
-            status="warn",
-            limit=limit,
-            observed=worst,
-            message=warnings[0],
-            details=warnings[1:],
-        )
-    return Gate(
-        name="item-error-rate",
-        status="pass",
-        limit=limit,
-        observed=worst,
-        message=f"No compared run lost items in the workflow (limit {format_percent(limit)}).",
+        return gate(status="warn", message=warnings[0], details=warnings[1:])
+    return gate(
+        status="pass", message=f"No compared run lost items in the workflow (limit {format_percent(limit)})."
     )
 
 
@@ -396,39 +375,24 @@ def _scorer_gate(comparison: Comparison, limit: float | None) -> Gate:
     details = thinned_sample_warnings(comparison) + divergent_skip_notes(comparison)
     found = worst_scorer_failure(comparison_scorer_failures(comparison))
     worst = found.rate if found is not None else 0.0
+    gate = partial(Gate, name="scorer-error-rate", observed=worst, details=details)
     if limit is None:
         if thinned_sample_warnings(comparison):
-            return Gate(
-                name="scorer-error-rate",
+            return gate(
                 status="warn",
-                observed=worst,
                 message="Some scorers failed on some items; pass --max-scorer-error-rate <0..1> to fail CI on a thinned sample.",
-                details=details,
             )
-        return Gate(
-            name="scorer-error-rate",
+        return gate(
             status="skipped",
-            observed=worst,
             message="No scorer failed on any item (gate not enabled: --max-scorer-error-rate).",
-            details=details,
         )
     reason = scorer_error_rate_reason(comparison, limit)
     if reason is not None:
-        return Gate(
-            name="scorer-error-rate",
-            status="refused",
-            limit=limit,
-            observed=worst,
-            message=reason,
-            details=details,
-        )
-    return Gate(
-        name="scorer-error-rate",
+        return gate(status="refused", limit=limit, message=reason)
+    return gate(
         status="pass",
         limit=limit,
-        observed=worst,
         message=f"Every scorer stayed within its failure tolerance ({format_percent(limit)} for LLM scorers, 0 for deterministic ones).",
-        details=details,
     )
 
 

@@ -176,13 +176,7 @@ class Xorshift32Stream:
             return out
         lane_steps = min(self._LANE_STEPS, count)
         lanes = -(-count // lane_steps)
-        # Lane k starts at offset k * lane_steps; build the starts by doubling.
-        starts = np.array([self._state], dtype=np.uint32)
-        span = lane_steps
-        while len(starts) < lanes:
-            starts = np.concatenate([starts, _apply_vec(jump_tables(span), starts)])
-            span *= 2
-        x = starts[:lanes].copy()
+        x = _lane_starts(self._state, lanes, lane_steps)
         block = self._block
         if block is None or block.shape != (lane_steps, lanes):
             block = self._block = np.empty((lane_steps, lanes), dtype=np.uint32)
@@ -196,6 +190,17 @@ class Xorshift32Stream:
             out[full * lane_steps :] = block[:rest, full]
         self._state = int(out[-1])
         return out
+
+
+def _lane_starts(state: int, lanes: int, lane_steps: int) -> U32:
+    """The state each of ``lanes`` lanes starts from: lane k is ``k * lane_steps`` steps after
+    ``state``, the starts built by doubling (one jump table per doubling)."""
+    starts = np.array([state & _MASK], dtype=np.uint32)
+    span = lane_steps
+    while len(starts) < lanes:
+        starts = np.concatenate([starts, _apply_vec(jump_tables(span), starts)])
+        span *= 2
+    return starts[:lanes].copy()
 
 
 class ChunkedStream:
@@ -212,12 +217,7 @@ class ChunkedStream:
         self.chunk = chunk
         self._steps = lane_steps
         lanes = chunk // lane_steps
-        starts = np.array([state & _MASK], dtype=np.uint32)
-        span = lane_steps
-        while len(starts) < lanes:
-            starts = np.concatenate([starts, _apply_vec(jump_tables(span), starts)])
-            span *= 2
-        self._starts = starts[:lanes].copy()
+        self._starts = _lane_starts(state, lanes, lane_steps)
         self._jump = jump_tables(chunk)
         self._block = np.empty((lane_steps, lanes), dtype=np.uint32)
         self._t = np.empty(lanes, dtype=np.uint32)

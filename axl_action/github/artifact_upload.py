@@ -43,7 +43,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import requests
 from pydantic import BaseModel, ConfigDict
 
-from axl_action.github.client import USER_AGENT
+from axl_action.github.client import USER_AGENT, own_session
 from axl_action.github.errors import ArtifactError, redact
 from axl_action.github.retry import Backoff, Retrier, Retry
 
@@ -205,8 +205,7 @@ class ArtifactUploader:
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self._token = runtime_token
         self.ids = backend_ids_from_token(runtime_token)
-        self._session = session or requests.Session()
-        self._session.trust_env = False
+        self._session = own_session(session)
         self.timeout = timeout
         self.block_size = block_size
         self.max_retention_days = max_retention_days

@@ -33,7 +33,7 @@ from axl_action.github.baseline_policy import (
     has_plausible,
     newest_key,
 )
-from axl_action.github.client import repo_path
+from axl_action.github.client import own_session, repo_path
 from axl_action.github.errors import (
     ArtifactError,
     ArtifactExpiredError,
@@ -53,28 +53,23 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024
 
 def list_artifacts(client: GitHubApi, repo: str, name: str, *, max_items: int = 1000) -> list[ArtifactInfo]:
     """Every artifact called ``name`` in ``repo`` (all pages, up to ``max_items``), newest first."""
-    items = client.paginate(
-        repo_path(repo) + "/actions/artifacts",
-        {"name": name},
-        items_key="artifacts",
-        max_items=max_items,
-        permission_hint=ACTIONS_READ_HINT,
-    )
-    arts = [ArtifactInfo.from_api(a) for a in items if a.get("name") == name]
-    return sorted(arts, key=newest_key, reverse=True)
+    return _artifacts(client, repo_path(repo) + "/actions/artifacts", {"name": name}, name, max_items)
 
 
 def list_run_artifacts(
     client: GitHubApi, repo: str, run_id: int, *, name: str | None = None, max_items: int = 1000
 ) -> list[ArtifactInfo]:
     """Artifacts of one workflow run (optionally only ``name``), all pages, newest first."""
-    params: dict[str, str | int] = {"name": name} if name else {}
+    path = f"{repo_path(repo)}/actions/runs/{int(run_id)}/artifacts"
+    return _artifacts(client, path, {"name": name} if name else {}, name, max_items)
+
+
+def _artifacts(
+    client: GitHubApi, path: str, params: dict[str, str | int], name: str | None, max_items: int
+) -> list[ArtifactInfo]:
+    """The artifacts listed at ``path`` (only those called ``name`` unless it is None), newest first."""
     items = client.paginate(
-        f"{repo_path(repo)}/actions/runs/{int(run_id)}/artifacts",
-        params,
-        items_key="artifacts",
-        max_items=max_items,
-        permission_hint=ACTIONS_READ_HINT,
+        path, params, items_key="artifacts", max_items=max_items, permission_hint=ACTIONS_READ_HINT
     )
     arts = [ArtifactInfo.from_api(a) for a in items if name is None or a.get("name") == name]
     return sorted(arts, key=newest_key, reverse=True)
@@ -204,8 +199,7 @@ def download_artifact(
     blob fetch is retried (``attempts`` in all) by the client's retrier (``github.retry``).
     """
     path = f"{repo_path(repo)}/actions/artifacts/{int(artifact_id)}/zip"
-    session = blob_session or requests.Session()
-    session.trust_env = False  # no .netrc credentials on the blob request either
+    session = own_session(blob_session)
 
     def attempt(_: int) -> bytes:
         try:

@@ -105,9 +105,7 @@ class GitHubClient:
         self.api_url = api_url.rstrip("/")
         self._origin = (parts.scheme, parts.netloc.lower())
         self._token = token
-        self._session = session or requests.Session()
-        # A session may carry .netrc credentials; we send our own header and never want both.
-        self._session.trust_env = False
+        self._session = own_session(session)
         self.sleep = sleep
         """Waits between attempts; other helpers (artifact download) reuse it."""
         self._clock = clock
@@ -468,6 +466,15 @@ class _Target:
     url: str
     params: Mapping[str, str | int] | None
     json: Json
+
+
+def own_session(session: requests.Session | None) -> requests.Session:
+    """``session`` (or a new one) that sends only the headers we set."""
+    session = session or requests.Session()
+    # A session may carry .netrc credentials; we send our own header (or none, to a blob
+    # host) and never want both.
+    session.trust_env = False
+    return session
 
 
 def repo_path(repo: str) -> str:

@@ -198,9 +198,7 @@ def load_context(environ: Mapping[str, str]) -> GitHubContext:
     repo_id = repo_obj.get("id") if isinstance(repo_obj.get("id"), int) else None
     if repo_id is None and (rid := environ.get("GITHUB_REPOSITORY_ID", "")).isdigit():
         repo_id = int(rid)
-    default_branch = (
-        repo_obj.get("default_branch") if isinstance(repo_obj.get("default_branch"), str) else None
-    )
+    default_branch = _str(repo_obj, "default_branch")
 
     pull_request = None
     workflow_run = None
@@ -284,30 +282,41 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _str(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _payload_error(where: str, what: str) -> InputFileError:
+    return InputFileError(
+        f"Event file {where} has no {what}",
+        hint="is GITHUB_EVENT_NAME consistent with the payload in GITHUB_EVENT_PATH?",
+    )
+
+
+def _object(payload: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = payload.get(key)
+    if not isinstance(value, dict):
+        raise _payload_error(where, f"{key} object")
+    return value
+
+
 def _require(obj: dict[str, Any], key: str, kind: type, where: str, label: str) -> Any:
     value = obj.get(key)
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise InputFileError(
-            f"Event file {where} has no valid {label}",
-            hint="is GITHUB_EVENT_NAME consistent with the payload in GITHUB_EVENT_PATH?",
-        )
+        raise _payload_error(where, f"valid {label}")
     return value
 
 
 def _pull_request(
     payload: dict[str, Any], where: str, repo_id: int | None, repository: str
 ) -> PullRequestContext:
-    pr = payload.get("pull_request")
-    if not isinstance(pr, dict):
-        raise InputFileError(
-            f"Event file {where} has no pull_request object",
-            hint="is GITHUB_EVENT_NAME consistent with the payload in GITHUB_EVENT_PATH?",
-        )
+    pr = _object(payload, "pull_request", where)
     head = _dict(pr.get("head"))
     base = _dict(pr.get("base"))
     head_repo = _dict(head.get("repo"))
     base_repo = _dict(base.get("repo"))
-    head_name = head_repo.get("full_name") if isinstance(head_repo.get("full_name"), str) else None
+    head_name = _str(head_repo, "full_name")
     base_id = base_repo.get("id", repo_id)
     # A deleted fork has head.repo == null; treat it as a fork (read-only token either way).
     is_fork = (
@@ -324,21 +333,16 @@ def _pull_request(
         base_ref=_require(base, "ref", str, where, "pull_request.base.ref"),
         head_repo_full_name=head_name,
         is_fork=is_fork,
-        html_url=pr.get("html_url") if isinstance(pr.get("html_url"), str) else None,
+        html_url=_str(pr, "html_url"),
     )
 
 
 def _workflow_run(
     payload: dict[str, Any], where: str, repo_id: int | None, repository: str
 ) -> WorkflowRunTrigger:
-    run = payload.get("workflow_run")
-    if not isinstance(run, dict):
-        raise InputFileError(
-            f"Event file {where} has no workflow_run object",
-            hint="is GITHUB_EVENT_NAME consistent with the payload in GITHUB_EVENT_PATH?",
-        )
+    run = _object(payload, "workflow_run", where)
     head_repo = _dict(run.get("head_repository"))
-    head_name = head_repo.get("full_name") if isinstance(head_repo.get("full_name"), str) else None
+    head_name = _str(head_repo, "full_name")
     numbers = [
         p["number"]
         for p in run.get("pull_requests") or []
@@ -348,23 +352,18 @@ def _workflow_run(
         id=_require(run, "id", int, where, "workflow_run.id"),
         event=_require(run, "event", str, where, "workflow_run.event"),
         head_sha=_require(run, "head_sha", str, where, "workflow_run.head_sha"),
-        head_branch=run.get("head_branch") if isinstance(run.get("head_branch"), str) else None,
-        conclusion=run.get("conclusion") if isinstance(run.get("conclusion"), str) else None,
+        head_branch=_str(run, "head_branch"),
+        conclusion=_str(run, "conclusion"),
         pull_request_numbers=numbers,
         head_repo_full_name=head_name,
         is_fork=(head_repo.get("id") is not None and repo_id is not None and head_repo.get("id") != repo_id)
         or (head_name is not None and head_name != repository),
-        workflow_path=run.get("path") if isinstance(run.get("path"), str) else None,
+        workflow_path=_str(run, "path"),
     )
 
 
 def _merge_group(payload: dict[str, Any], where: str) -> MergeGroupContext:
-    group = payload.get("merge_group")
-    if not isinstance(group, dict):
-        raise InputFileError(
-            f"Event file {where} has no merge_group object",
-            hint="is GITHUB_EVENT_NAME consistent with the payload in GITHUB_EVENT_PATH?",
-        )
+    group = _object(payload, "merge_group", where)
     return MergeGroupContext(
         head_sha=_require(group, "head_sha", str, where, "merge_group.head_sha"),
         head_ref=_require(group, "head_ref", str, where, "merge_group.head_ref"),

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from html import escape
 
 from axl_action.formatting import ms, num, pct, usd
-from axl_action.history.panel import HistoryPanel
+from axl_action.history.panel import HistoryPanel, PanelRun
 
 _FONT = 'font-size="10"'
 
@@ -151,90 +152,77 @@ def trend_chart(
     )
 
 
+def _run_point(run: PanelRun, value: float | None, text: str, *, hollow: bool = False) -> Point:
+    """A baseline run's point: its tip names the run and its date, tapping opens its commit."""
+    return Point(value=value, tip=f"{run.label} · {run.date} · {text}", hollow=hollow, href=run.commit_url)
+
+
+def _candidate_point(
+    panel: HistoryPanel, value: float | None, text: str, *, hollow: bool = False
+) -> Point | None:
+    """This run's final point, or None when it has no value to show."""
+    if value is None:
+        return None
+    return Point(value=value, tip=f"{panel.candidate_label} · {text}", hollow=hollow)
+
+
 def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
     """The panel's charts: one per scorer, then cost and latency."""
     runs = panel.runs
     out: list[str] = []
     first, last = (runs[0].date[:10] if runs else ""), panel.candidate_label
+
+    # Every chart spans the same runs, so all share the x-axis labels.
+    chart = partial(trend_chart, first_label=first, last_label=last)
     for s in panel.scorers[:max_scorers]:
         points = [
-            Point(
-                value=r.means.get(s.name),
-                tip=f"{r.label} · {r.date} · {s.name} {num(r.means.get(s.name))}"
+            _run_point(
+                r,
+                r.means.get(s.name),
+                f"{s.name} {num(r.means.get(s.name))}"
                 + ("" if r.comparable else " (different dataset or scorers)"),
                 hollow=not r.comparable,
-                href=r.commit_url,
             )
             for r in runs
         ]
-        cand = None
-        if s.candidate_mean is not None:
-            cand = Point(
-                value=s.candidate_mean,
-                tip=f"{panel.candidate_label} · {s.name} {num(s.candidate_mean)} · {s.sentence}",
-            )
+        cand = _candidate_point(panel, s.candidate_mean, f"{s.name} {num(s.candidate_mean)} · {s.sentence}")
         band = (s.baseline_mean, s.band) if s.band is not None and s.baseline_mean is not None else None
-        title = f"{s.name} · {s.band_text}"
-        out.append(trend_chart(title, points, cand, band=band, first_label=first, last_label=last))
+        out.append(chart(f"{s.name} · {s.band_text}", points, cand, band=band))
     cost_points = [
-        Point(
-            value=r.cost,
-            tip=f"{r.label} · {r.date} · cost {usd(r.cost)} per run"
+        _run_point(
+            r,
+            r.cost,
+            f"cost {usd(r.cost)} per run"
             + ("" if r.cost_complete else " (incomplete: a lower bound)")
             + ("" if r.cost_certified is not False else " · change not certified"),
             hollow=not r.cost_complete,
-            href=r.commit_url,
         )
         for r in runs
     ]
-    cost_cand = None
-    if panel.candidate_cost is not None:
-        cost_cand = Point(
-            value=panel.candidate_cost,
-            tip=f"{panel.candidate_label} · cost {usd(panel.candidate_cost)} per run"
-            + ("" if panel.candidate_cost_complete else " (incomplete: a lower bound)"),
-            hollow=not panel.candidate_cost_complete,
-        )
+    cost_cand = _candidate_point(
+        panel,
+        panel.candidate_cost,
+        f"cost {usd(panel.candidate_cost)} per run"
+        + ("" if panel.candidate_cost_complete else " (incomplete: a lower bound)"),
+        hollow=not panel.candidate_cost_complete,
+    )
     costs = [r.cost for r in runs] + ([panel.candidate_cost] if panel.candidate_cost is not None else [])
     fine = bool(costs) and max(costs) - min(costs) < 0.05
 
     def cost_fmt(x: float | None) -> str:
         return usd(x, 4) if fine and x is not None and x < 10 else usd(x)
 
-    out.append(
-        trend_chart(
-            "Cost per run (known)",
-            cost_points,
-            cost_cand,
-            fmt=cost_fmt,
-            floor=0.0,
-            first_label=first,
-            last_label=last,
-        )
-    )
+    out.append(chart("Cost per run (known)", cost_points, cost_cand, fmt=cost_fmt, floor=0.0))
     latency_points = [
-        Point(
-            value=r.latency_ms,
-            tip=f"{r.label} · {r.date} · mean latency {ms(r.latency_ms)} · item errors {pct(r.item_error_rate)}",
-            href=r.commit_url,
+        _run_point(
+            r,
+            r.latency_ms,
+            f"mean latency {ms(r.latency_ms)} · item errors {pct(r.item_error_rate)}",
         )
         for r in runs
     ]
-    latency_cand = None
-    if panel.candidate_latency_ms is not None:
-        latency_cand = Point(
-            value=panel.candidate_latency_ms,
-            tip=f"{panel.candidate_label} · mean latency {ms(panel.candidate_latency_ms)}",
-        )
-    out.append(
-        trend_chart(
-            "Mean item latency",
-            latency_points,
-            latency_cand,
-            fmt=ms,
-            floor=0.0,
-            first_label=first,
-            last_label=last,
-        )
+    latency_cand = _candidate_point(
+        panel, panel.candidate_latency_ms, f"mean latency {ms(panel.candidate_latency_ms)}"
     )
+    out.append(chart("Mean item latency", latency_points, latency_cand, fmt=ms, floor=0.0))
     return out

@@ -10,7 +10,6 @@ return bytes; :func:`load_history` and :func:`write_history` are the file edges.
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import zlib
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from axl_action.errors import InputFileError
+from axl_action.errors import InputFileError, validation_problem
 from axl_action.history.build import Encoded, History, decode, encode
 from axl_action.history.model import FORMAT, MAX_FILE_BYTES, VERSION, HistoryFile
 
@@ -51,13 +50,6 @@ def _too_big(source: str) -> HistoryError:
         f"{source} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB uncompressed",
         hint="a history this size was not written by axl-eval; build a new one",
     )
-
-
-def _where(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
 
 
 def parse_history(raw: bytes, source: str = "history.json", *, suite: str | None = None) -> History:
@@ -93,14 +85,8 @@ def parse_history(raw: bytes, source: str = "history.json", *, suite: str | None
     try:
         file = HistoryFile.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        more = err.error_count() - 1
-        tail = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
-        got = first.get("input")
-        shown = "" if isinstance(got, dict | list) else f", got {json.dumps(got, default=str)[:80]}"
         raise HistoryError(
-            f"{source} is not a valid history file: at {_where(tuple(first['loc']))}: {first['msg']}{shown}{tail}",
-            hint=_HINT,
+            f"{source} is not a valid history file: {validation_problem(err)}", hint=_HINT
         ) from None
     return decode(file)
 

@@ -9,14 +9,10 @@ from axl_action.providers.base import (
     HttpProvider,
     MalformedResponseError,
     ParsedReply,
-    base_url_from,
     dig,
     number,
-    require_env,
-    transport_from_env,
-    with_options,
+    str_or_none,
 )
-from axl_action.providers.transport import HttpTransport
 from axl_action.providers.types import ChatRequest, TokenUsage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -29,6 +25,9 @@ class AnthropicProvider(HttpProvider):
     """``POST {base}/v1/messages`` with ``x-api-key`` and ``anthropic-version``."""
 
     name = "anthropic"
+    key_env = ("ANTHROPIC_API_KEY",)
+    base_url_env = "ANTHROPIC_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
 
     def endpoint(self, request: ChatRequest) -> str:
         return f"{self.base_url}/v1/messages"
@@ -36,7 +35,7 @@ class AnthropicProvider(HttpProvider):
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         body: dict[str, Any] = {
             "model": request.model,
@@ -53,7 +52,7 @@ class AnthropicProvider(HttpProvider):
             body["stop_sequences"] = list(request.stop)
         # The Messages API has no JSON mode: a json_object response_format is satisfied by the
         # prompt itself, so it is deliberately not sent.
-        return with_options(body, request)
+        return body
 
     def parse(self, body: Any) -> ParsedReply:
         blocks = dig(body, "content")
@@ -62,13 +61,12 @@ class AnthropicProvider(HttpProvider):
         text = "".join(
             str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
         )
-        stop = body.get("stop_reason")
         return ParsedReply(
             text=text,
             usage=parse_usage(body.get("usage")),
             model=str(body.get("model") or ""),
-            finish_reason=stop if isinstance(stop, str) else None,
-            request_id=body.get("id") if isinstance(body.get("id"), str) else None,
+            finish_reason=str_or_none(body.get("stop_reason")),
+            request_id=str_or_none(body.get("id")),
         )
 
 
@@ -87,11 +85,5 @@ def parse_usage(raw: Any) -> TokenUsage | None:
     )
 
 
-def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> AnthropicProvider:
-    """Build from ``ANTHROPIC_API_KEY`` and optional ``ANTHROPIC_BASE_URL``."""
-    key = require_env(env, "ANTHROPIC_API_KEY", provider="anthropic")
-    return AnthropicProvider(
-        api_key=key,
-        base_url=base_url_from(env, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
-        transport=transport or transport_from_env(env, "anthropic", key),
-    )
+from_env = AnthropicProvider.from_env
+"""Build from ``ANTHROPIC_API_KEY`` and optional ``ANTHROPIC_BASE_URL``."""

@@ -11,8 +11,9 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
+from axl_action.errors import json_location
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.redact import register_secret
 from axl_action.providers.transport import HttpTransport
@@ -110,25 +111,53 @@ def number(value: Any) -> float:
 def dig(body: Any, *path: str | int) -> Any:
     """``body[path[0]][path[1]]...``; raises ``MalformedResponseError`` naming the path."""
     current = body
-    walked = ""
-    for key in path:
-        walked += f"[{key}]" if isinstance(key, int) else (f".{key}" if walked else key)
+    for depth, key in enumerate(path):
         try:
             current = current[key]
         except (KeyError, IndexError, TypeError):
-            raise MalformedResponseError(f"the response has no {walked}") from None
+            raise MalformedResponseError(f"the response has no {json_location(path[: depth + 1])}") from None
     return current
 
 
+def str_or_none(value: Any) -> str | None:
+    """A wire field that should be text: ``value`` when it is a ``str``, else ``None``."""
+    return value if isinstance(value, str) else None
+
+
 class HttpProvider(ABC):
-    """Common ``chat`` for JSON-over-HTTP providers."""
+    """Common ``chat`` for JSON-over-HTTP providers, and their configuration from the environment."""
 
     name: str
+    key_env: ClassVar[tuple[str, ...]]
+    """API key variables, first non-empty wins; the first is the one an error asks for."""
+    base_url_env: ClassVar[str]
+    """The variable that overrides :attr:`default_base_url`."""
+    default_base_url: ClassVar[str]
 
     def __init__(self, *, api_key: str, base_url: str, transport: HttpTransport | None = None) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
         self.transport = transport or HttpTransport(self.name, secrets=(api_key,))
+
+    @classmethod
+    def env_vars(cls) -> tuple[str, ...]:
+        """Every variable :meth:`from_env` reads (the registry rebuilds when one changes)."""
+        return (*cls.key_env, cls.base_url_env, MAX_RESPONSE_ENV)
+
+    @staticmethod
+    def configured_base_url(url: str) -> str:
+        """Adjust a base URL taken from the environment (a hook: OpenAI adds ``/v1``)."""
+        return url
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], transport: HttpTransport | None = None) -> Self:
+        """Build from :attr:`key_env` and the optional :attr:`base_url_env`."""
+        key = require_env(env, *cls.key_env, provider=cls.name)
+        return cls(
+            api_key=key,
+            base_url=cls.configured_base_url(base_url_from(env, cls.base_url_env, cls.default_base_url)),
+            transport=transport or transport_from_env(env, cls.name, key),
+        )
 
     @abstractmethod
     def endpoint(self, request: ChatRequest) -> str:
@@ -139,8 +168,13 @@ class HttpProvider(ABC):
         """Request headers, including the credential header."""
 
     @abstractmethod
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The adapter's JSON body for ``request``, before ``provider_options``."""
+
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
-        """The JSON body for ``request``."""
+        """The JSON body for ``request``: :meth:`wire_body` with ``provider_options`` merged last,
+        so the escape hatch overrides whatever an adapter set."""
+        return with_options(self.wire_body(request), request)
 
     @abstractmethod
     def parse(self, body: Any) -> ParsedReply:
@@ -211,6 +245,7 @@ __all__ = [
     "number",
     "require_env",
     "response_limit_from",
+    "str_or_none",
     "transport_from_env",
     "usable_cost",
     "with_options",

@@ -10,14 +10,10 @@ from axl_action.providers.base import (
     HttpProvider,
     MalformedResponseError,
     ParsedReply,
-    base_url_from,
     dig,
     number,
-    require_env,
-    transport_from_env,
-    with_options,
+    str_or_none,
 )
-from axl_action.providers.transport import HttpTransport
 from axl_action.providers.types import ChatRequest, TokenUsage
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -27,6 +23,9 @@ class GoogleProvider(HttpProvider):
     """``POST {base}/v1beta/models/{model}:generateContent``."""
 
     name = "google"
+    key_env = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+    base_url_env = "GOOGLE_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
 
     def endpoint(self, request: ChatRequest) -> str:
         model = request.model.removeprefix("models/")
@@ -35,7 +34,7 @@ class GoogleProvider(HttpProvider):
     def headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self.api_key}
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         body: dict[str, Any] = {
             "contents": [
@@ -57,7 +56,7 @@ class GoogleProvider(HttpProvider):
             config["responseMimeType"] = "application/json"
         if config:
             body["generationConfig"] = config
-        return with_options(body, request)
+        return body
 
     def parse(self, body: Any) -> ParsedReply:
         candidates = body.get("candidates") if isinstance(body, Mapping) else None
@@ -75,13 +74,12 @@ class GoogleProvider(HttpProvider):
             str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and not p.get("thought")
         )
         finish = candidates[0].get("finishReason") if isinstance(candidates[0], Mapping) else None
-        response_id = body.get("responseId")
         return ParsedReply(
             text=text,
             usage=parse_usage(body.get("usageMetadata")),
             model=str(body.get("modelVersion") or ""),
-            finish_reason=finish if isinstance(finish, str) else None,
-            request_id=response_id if isinstance(response_id, str) else None,
+            finish_reason=str_or_none(finish),
+            request_id=str_or_none(body.get("responseId")),
         )
 
 
@@ -99,11 +97,5 @@ def parse_usage(raw: Any) -> TokenUsage | None:
     )
 
 
-def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> GoogleProvider:
-    """Build from ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) and optional ``GOOGLE_BASE_URL``."""
-    key = require_env(env, "GOOGLE_API_KEY", "GEMINI_API_KEY", provider="google")
-    return GoogleProvider(
-        api_key=key,
-        base_url=base_url_from(env, "GOOGLE_BASE_URL", DEFAULT_BASE_URL),
-        transport=transport or transport_from_env(env, "google", key),
-    )
+from_env = GoogleProvider.from_env
+"""Build from ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) and optional ``GOOGLE_BASE_URL``."""

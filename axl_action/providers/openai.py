@@ -10,15 +10,11 @@ from axl_action.providers.base import (
     HttpProvider,
     MalformedResponseError,
     ParsedReply,
-    base_url_from,
     dig,
     number,
-    require_env,
-    transport_from_env,
+    str_or_none,
     usable_cost,
-    with_options,
 )
-from axl_action.providers.transport import HttpTransport
 from axl_action.providers.types import ChatRequest, TokenUsage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -28,6 +24,13 @@ class OpenAIProvider(HttpProvider):
     """``POST {base}/chat/completions`` with ``Authorization: Bearer``."""
 
     name = "openai"
+    key_env = ("OPENAI_API_KEY",)
+    base_url_env = "OPENAI_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
+
+    @staticmethod
+    def configured_base_url(url: str) -> str:
+        return with_api_version(url)
 
     def endpoint(self, request: ChatRequest) -> str:
         return f"{self.base_url}/chat/completions"
@@ -35,7 +38,7 @@ class OpenAIProvider(HttpProvider):
     def headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"}
 
-    def build_body(self, request: ChatRequest) -> dict[str, Any]:
+    def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -51,7 +54,7 @@ class OpenAIProvider(HttpProvider):
             body["stop"] = list(request.stop)
         if request.response_format is not None:
             body["response_format"] = dict(request.response_format)
-        return with_options(body, request)
+        return body
 
     def parse(self, body: Any) -> ParsedReply:
         message = dig(body, "choices", 0, "message")
@@ -67,7 +70,7 @@ class OpenAIProvider(HttpProvider):
             text=content,
             usage=parse_usage(usage_raw),
             model=str(body.get("model") or ""),
-            finish_reason=_str_or_none(dig(body, "choices", 0).get("finish_reason")),
+            finish_reason=str_or_none(dig(body, "choices", 0).get("finish_reason")),
             provider_cost=usable_cost(usage_raw.get("cost")) if isinstance(usage_raw, Mapping) else None,
         )
 
@@ -91,10 +94,6 @@ def parse_usage(raw: Any) -> TokenUsage | None:
     )
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def with_api_version(base_url: str) -> str:
     """``http://host:8000`` -> ``http://host:8000/v1``: a base URL without a path gets ``/v1``.
 
@@ -108,11 +107,5 @@ def with_api_version(base_url: str) -> str:
     return base_url
 
 
-def from_env(env: Mapping[str, str], transport: HttpTransport | None = None) -> OpenAIProvider:
-    """Build from ``OPENAI_API_KEY`` and optional ``OPENAI_BASE_URL``."""
-    key = require_env(env, "OPENAI_API_KEY", provider="openai")
-    return OpenAIProvider(
-        api_key=key,
-        base_url=with_api_version(base_url_from(env, "OPENAI_BASE_URL", DEFAULT_BASE_URL)),
-        transport=transport or transport_from_env(env, "openai", key),
-    )
+from_env = OpenAIProvider.from_env
+"""Build from ``OPENAI_API_KEY`` and optional ``OPENAI_BASE_URL`` (see :func:`with_api_version`)."""

@@ -7,16 +7,15 @@ import threading
 from collections.abc import Callable, Mapping
 
 from axl_action.providers import anthropic, google, mock, openai
-from axl_action.providers.base import MAX_RESPONSE_ENV, Provider
+from axl_action.providers.base import Provider
 from axl_action.providers.errors import ProviderConfigError
 
 ProviderFactory = Callable[[Mapping[str, str]], Provider]
 """Builds a provider from environment variables (called once, on first use)."""
 
 BUILTIN_ENV: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", MAX_RESPONSE_ENV),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", MAX_RESPONSE_ENV),
-    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_BASE_URL", MAX_RESPONSE_ENV),
+    cls.name: cls.env_vars()
+    for cls in (openai.OpenAIProvider, anthropic.AnthropicProvider, google.GoogleProvider)
 }
 """The variables each built-in provider is configured from."""
 

@@ -49,6 +49,12 @@ def neutralize_references(text: str) -> str:
     return _WWW.sub(lambda m: m.group(0)[:-1] + ZWSP + ".", text)
 
 
+def _one_line(value: object, limit: int | None) -> str:
+    """``value`` as text with every whitespace run (newlines too) one space, cut to ``limit``."""
+    text = _WS.sub(" ", to_text(value)).strip()
+    return truncate(text, limit) if limit is not None else text
+
+
 def md_text(value: object, limit: int | None = None) -> str:
     """Untrusted text as one line of literal Markdown (paragraphs, list items, headings).
 
@@ -56,9 +62,7 @@ def md_text(value: object, limit: int | None = None) -> str:
     new block; every Markdown metacharacter is escaped and HTML-significant characters
     become entities.
     """
-    text = _WS.sub(" ", to_text(value)).strip()
-    if limit is not None:
-        text = truncate(text, limit)
+    text = _one_line(value, limit)
     text = neutralize_references(text)
     out: list[str] = []
     for ch in text:
@@ -78,9 +82,7 @@ def html_inline(value: object, limit: int | None = None) -> str:
     GitHub does not apply Markdown inside an HTML block, so backslash escapes would show;
     only entities are used, plus the mention/reference/marker neutralisation.
     """
-    text = _WS.sub(" ", to_text(value)).strip()
-    if limit is not None:
-        text = truncate(text, limit)
+    text = _one_line(value, limit)
     text = neutralize_references(text)
     return "".join(_HTML_ENTITIES.get(ch, ch) for ch in text)
 
@@ -105,9 +107,7 @@ def md_code_block(value: object, limit: int | None = None, *, lang: str = "text"
 
 def md_code_span(value: object, limit: int | None = None) -> str:
     """Untrusted text as an inline code span (one line); safe in table cells too."""
-    text = _WS.sub(" ", to_text(value)).strip()
-    if limit is not None:
-        text = truncate(text, limit)
+    text = _one_line(value, limit)
     text = _COMMENT_OPEN.sub("<!" + ZWJ + "--", text).replace("|", "\\|")
     if not text:
         return "` `"
@@ -117,14 +117,15 @@ def md_code_span(value: object, limit: int | None = None) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def to_text(value: object) -> str:
-    """Any JSON value as display text: strings as-is, everything else as compact JSON."""
+def to_text(value: object, *, indent: int | None = None) -> str:
+    """Any JSON value as display text: strings as-is, everything else as JSON (compact, or
+    pretty-printed with ``indent``)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
     except (TypeError, ValueError):
         return str(value)
 

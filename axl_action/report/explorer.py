@@ -12,7 +12,6 @@ is up. Items are paired by index, as the compare engine pairs them.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import zlib
 from collections.abc import Collection, Sequence
@@ -99,14 +98,7 @@ class ExplorerPayload:
 
 def display_text(value: Any) -> str:
     """An output or input for reading: strings verbatim, structures pretty-printed."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    return to_text(value, indent=2)
 
 
 def _cap(text: str) -> str:

@@ -27,24 +27,24 @@ def _link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
     return result
 
 
-@lru_cache(maxsize=1)
-def _untrusted() -> MarkdownIt:
-    md = MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False})
+def _safe_links(md: MarkdownIt) -> MarkdownIt:
+    """``md`` without images, with only the links ``_validate_link`` allows, opened safely."""
     md.disable("image")
     md.validateLink = _validate_link  # type: ignore[method-assign]
     md.add_render_rule("link_open", _link_open)
     return md
+
+
+@lru_cache(maxsize=1)
+def _untrusted() -> MarkdownIt:
+    return _safe_links(MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False}))
 
 
 @lru_cache(maxsize=1)
 def _trusted() -> MarkdownIt:
     # Our own comment: raw HTML allowed for <details>/<summary>/<sub> only; the untrusted
     # parts inside it were escaped when the comment was rendered.
-    md = MarkdownIt("gfm-like", {"html": True, "linkify": False})
-    md.disable("image")
-    md.validateLink = _validate_link  # type: ignore[method-assign]
-    md.add_render_rule("link_open", _link_open)
-    return md
+    return _safe_links(MarkdownIt("gfm-like", {"html": True, "linkify": False}))
 
 
 def untrusted_markdown_to_html(text: str) -> str:

@@ -115,23 +115,26 @@ def environment() -> SandboxedEnvironment:
 _FENCE = re.compile(r"^(`{3,}|~{3,})")
 
 
+def _fence_after(fence: str | None, line: str) -> str | None:
+    """The code fence open after ``line``, given ``fence``, the one open before it (or None)."""
+    if fence is None:
+        m = _FENCE.match(line)
+        return m.group(1) if m else None
+    return None if line.strip() == fence else fence
+
+
 def tidy_markdown(text: str) -> str:
     """Collapse runs of blank lines left by template conditionals (never inside code blocks)."""
     out: list[str] = []
     fence: str | None = None
     blank = 0
     for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None and line.strip() == fence:
-            fence = None
-        elif fence is None and not line.strip():
+        if fence is None and not line.strip():
             blank += 1
-            if blank > 1:
-                continue
-            out.append("")
+            if blank <= 1:
+                out.append("")
             continue
+        fence = _fence_after(fence, line)
         blank = 0
         out.append(line)
     return "\n".join(out).strip("\n") + "\n"
@@ -143,6 +146,19 @@ def render_template(name: str, **values: Any) -> str:
     return tidy_markdown(text) if name.endswith(".md.j2") else text
 
 
+def _headline(max_scorers: int) -> ReportLimits:
+    """The last steps of a trimmed report: verdict, gates, links and at most ``max_scorers``
+    scorer rows; no items, timing, accounting or history."""
+    return ReportLimits(
+        top_items=0,
+        show_items=False,
+        show_timing=False,
+        show_accounting=False,
+        max_scorers=max_scorers,
+        show_history=False,
+    )
+
+
 # Each step keeps less; the note says what went. The last step is verdict, gates and links.
 # The history rows (sparklines) are the first thing to go: step 2 is step 1 without them.
 COMMENT_STEPS: tuple[ReportLimits, ...] = (
@@ -150,24 +166,8 @@ COMMENT_STEPS: tuple[ReportLimits, ...] = (
     ReportLimits(top_items=10, excerpt_chars=280, show_history=False),
     ReportLimits(top_items=5, excerpt_chars=160, max_scorers=40, show_history=False),
     ReportLimits(top_items=3, excerpt_chars=80, max_scorers=25, max_models=8, show_history=False),
-    ReportLimits(
-        top_items=0,
-        show_items=False,
-        show_timing=False,
-        show_accounting=False,
-        max_scorers=15,
-        max_models=0,
-        show_history=False,
-    ),
-    ReportLimits(
-        top_items=0,
-        show_items=False,
-        show_timing=False,
-        show_accounting=False,
-        max_scorers=0,
-        max_models=0,
-        show_history=False,
-    ),
+    _headline(15).model_copy(update={"max_models": 0}),
+    _headline(0).model_copy(update={"max_models": 0}),
 )
 
 SUMMARY_STEPS: tuple[ReportLimits, ...] = (
@@ -175,14 +175,7 @@ SUMMARY_STEPS: tuple[ReportLimits, ...] = (
     ReportLimits(top_items=1000, excerpt_chars=240, max_scorers=200, max_models=50),
     ReportLimits(top_items=200, excerpt_chars=120, max_scorers=100, max_models=20),
     ReportLimits(top_items=25, excerpt_chars=80, max_scorers=50, max_models=10),
-    ReportLimits(
-        top_items=0,
-        show_items=False,
-        show_timing=False,
-        show_accounting=False,
-        max_scorers=20,
-        show_history=False,
-    ),
+    _headline(20),
 )
 
 
@@ -247,11 +240,7 @@ def _open_fence(text: str) -> str | None:
     """The fence of a code block still open at the end of ``text``, if any."""
     fence: str | None = None
     for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None and line.strip() == fence:
-            fence = None
+        fence = _fence_after(fence, line)
     return fence
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pydantic_core
@@ -132,6 +132,31 @@ def walk_js(value: Any, indent: int | None = 2) -> str:
     parts: list[str] = []
     append = parts.append
 
+    def container(v: Mapping[Any, Any] | list[Any] | tuple[Any, ...], level: int) -> None:
+        # One layout rule for objects and arrays: compact is bare "," and ":"; indented puts each
+        # member on its own line one level deeper and the closing bracket back at this level.
+        keyed = isinstance(v, Mapping)
+        opening, closing = "{}" if keyed else "[]"
+        if not v:
+            append(opening + closing)
+            return
+        if indent is None:
+            lead, colon, end, inner = "", ":", "", level
+        else:
+            lead, colon = "\n" + " " * (indent * (level + 1)), ": "
+            end, inner = "\n" + " " * (indent * level), level + 1
+        entries: Iterable[tuple[Any, Any]] = v.items() if isinstance(v, Mapping) else enumerate(v)
+        append(opening)
+        first = True
+        for key, item in entries:
+            append(lead if first else "," + lead)
+            first = False
+            if keyed:
+                append(_encode_str(str(key)))
+                append(colon)
+            write(item, inner)
+        append(end + closing)
+
     def write(v: Any, level: int) -> None:
         if v is None:
             append("null")
@@ -145,50 +170,8 @@ def walk_js(value: Any, indent: int | None = 2) -> str:
             append(str(v))
         elif isinstance(v, float):
             append(_number(v))
-        elif isinstance(v, Mapping):
-            if not v:
-                append("{}")
-                return
-            if indent is None:
-                append("{")
-                first = True
-                for k, item in v.items():
-                    if not first:
-                        append(",")
-                    first = False
-                    append(_encode_str(str(k)))
-                    append(":")
-                    write(item, level)
-                append("}")
-                return
-            inner = "\n" + " " * (indent * (level + 1))
-            append("{")
-            first = True
-            for k, item in v.items():
-                append(inner if first else "," + inner)
-                first = False
-                append(_encode_str(str(k)))
-                append(": ")
-                write(item, level + 1)
-            append("\n" + " " * (indent * level) + "}")
-        elif isinstance(v, list | tuple):
-            if not v:
-                append("[]")
-                return
-            if indent is None:
-                append("[")
-                for i, item in enumerate(v):
-                    if i:
-                        append(",")
-                    write(item, level)
-                append("]")
-                return
-            inner = "\n" + " " * (indent * (level + 1))
-            append("[")
-            for i, item in enumerate(v):
-                append(inner if i == 0 else "," + inner)
-                write(item, level + 1)
-            append("\n" + " " * (indent * level) + "]")
+        elif isinstance(v, Mapping | list | tuple):
+            container(v, level)
         else:
             raise TypeError(f"value of type {type(v).__name__} is not JSON serialisable")
 

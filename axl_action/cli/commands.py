@@ -1,0 +1,95 @@
+"""Rules more than one ``axl-eval`` command follows: the help flag, comparing and gating by the
+gate flags, the request-capture flags, signal handling, and the closing notes of a command
+that called models.
+
+``compare``, ``report``, ``history`` and ``merge`` answer ``-h``/``--help`` as their first
+argument the same way; ``compare`` and ``report`` compare and gate the same way; ``run`` and
+``rescore`` share the capture flags and how they end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from axl_action.cli.common import Interrupt, pricing_notes
+from axl_action.errors import UsageError
+
+if TYPE_CHECKING:
+    from axl_action.cli.flags import GateFlags
+    from axl_action.compare.models import Comparison, GateReport
+    from axl_action.history import AutoThresholds
+    from axl_action.schema.view import Side
+
+
+def help_requested(argv: Sequence[str], help_text: str, out: TextIO) -> bool:
+    """True, after printing ``help_text``, when the first argument asks for help."""
+    if argv and argv[0] in ("-h", "--help"):
+        print(help_text, file=out)
+        return True
+    return False
+
+
+def compare_and_gate(
+    gates: GateFlags,
+    baseline: Side,
+    candidate: Side,
+    auto: AutoThresholds | None,
+    *,
+    holm: bool = False,
+) -> tuple[Comparison, GateReport]:
+    """Compare with the engine options the gate flags ask for (``auto``: the thresholds
+    ``--threshold auto`` measured) and apply the gates they configure."""
+    from axl_action.compare.engine import compare_results
+    from axl_action.compare.gates import evaluate_gates
+
+    measured = auto.values if auto is not None else None
+    comparison = compare_results(baseline, candidate, gates.compare_options(holm=holm, measured=measured))
+    return comparison, evaluate_gates(comparison, baseline, candidate, gates.gate_options())
+
+
+def add_capture_flags(parser: argparse.ArgumentParser, *, calls: str) -> None:
+    """``--capture-requests`` and ``--redact-content``; ``calls`` names what is captured."""
+    parser.add_argument(
+        "--capture-requests",
+        action="store_true",
+        help=f"write every {calls} request/response (secrets redacted) to <output>.requests.jsonl",
+    )
+    parser.add_argument(
+        "--redact-content",
+        action="store_true",
+        help="with --capture-requests: also replace prompt and completion text in the captured records",
+    )
+
+
+def check_capture_flags(args: argparse.Namespace) -> None:
+    """The capture flags need what they apply to: an output file, and capturing at all."""
+    if args.capture_requests and not args.output:
+        raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
+    if args.redact_content and not args.capture_requests:
+        raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
+
+
+@contextmanager
+def cancel_on_signals() -> Iterator[Interrupt]:
+    """SIGINT/SIGTERM cancel the work inside (see :class:`Interrupt`) until the block ends."""
+    interrupt = Interrupt()
+    interrupt.install()
+    try:
+        yield interrupt
+    finally:
+        interrupt.restore()
+
+
+def closing_notes(runtime: Any, interrupt: Interrupt, *, written: int, what: str) -> int | None:
+    """Print the pricing notes, then, after a signal, what was still written; the exit code
+    of an interrupted command, else None."""
+    for line in pricing_notes(runtime.pricing):
+        print(line, file=sys.stderr)
+    if interrupt.signum is None:
+        return None
+    print(f"[axl-eval] Interrupted: wrote the results {what} so far ({written} result(s)).", file=sys.stderr)
+    return interrupt.exit_code
