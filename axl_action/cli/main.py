@@ -11,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from axl_action.cli.common import HardStop, leave
 from axl_action.errors import AxlError
 from axl_action.redaction import redact, register_env_secrets
 
@@ -20,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "Compare a baseline and a candidate result and apply the gates"),
     "rescore": ("rescore", "Re-run scorers on the saved outputs of a results file"),
     "merge": ("merge", "Join the results of --shard i/n runs into one result"),
+    "recover": ("recover", "Write a results file from the journal of an interrupted run"),
     "report": ("report", "Render the PR comment, job summary and HTML report for a result"),
 }
 
@@ -67,11 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = module.run(rest)
     except AxlError as err:
         print(f"Error: {redact(str(err))}", file=sys.stderr)
-        return 1
+        return leave(1)
+    except HardStop as stop:  # a signal after the command had stopped handling them
+        return leave(stop.exit_code)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
-    return code
+    # After a hard stop, items abandoned in flight may never return: exit without them.
+    return leave(code)
 
 
 if __name__ == "__main__":
