@@ -168,7 +168,11 @@ class Interrupt:
         if self._settled.wait(self.grace) or self.signum is None:
             return
         self._expired = True
-        signal.raise_signal(self.signum)  # handled in the main thread, as a second signal
+        # Handled in the main thread as a second signal. Sent to that thread itself: a signal
+        # raised here would not interrupt its wait for the workers until they return.
+        main = threading.main_thread().ident
+        if main is not None:
+            signal.pthread_kill(main, self.signum)
 
     def settle(self) -> None:
         """The items are done: the grace period no longer applies."""

@@ -47,7 +47,6 @@ from pydantic import ValidationError
 
 from axl_action.errors import InputFileError, UsageError
 from axl_action.evals.log import warn
-from axl_action.redaction import redact_deep
 from axl_action.schema.journal import (
     JOURNAL_FORMAT,
     JournalFlags,
@@ -178,7 +177,10 @@ class JournalWriter:
 
     def begin(self, segment: JournalSegment) -> int:
         """Write a segment line (synced); return its number."""
-        line = dumps_line_bytes(redact_deep(segment.to_wire())) + b"\n"
+        # Not redacted as a whole: its format tag and hashes must survive a secret that happens
+        # to share 8 characters with them. What is free text in it (the eval's metadata) was
+        # redacted when the runner took it (``plan_run``), as in the results file.
+        line = dumps_line_bytes(segment.to_wire()) + b"\n"
         with self._lock:
             number = self.segments
             self.segments += 1

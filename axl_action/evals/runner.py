@@ -152,7 +152,7 @@ def plan_run(
         result_id=result_id or str(uuid.uuid4()),
         dataset=definition.dataset.name,
         workflow=definition.workflow,
-        metadata=json_safe(dict(definition.metadata)),
+        metadata=redact_deep(json_safe(dict(definition.metadata))),
         scorer_types=scorer_types,
         dropped_annotation_keys=list(getattr(definition.dataset, "dropped_annotation_keys", None) or []),
         fingerprint=_fingerprint(dataset_items, definition.scorers, scorer_types),
