@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 import pydantic_core
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from axl_action.errors import InputFileError, UsageError
 from axl_action.evals.log import warn
@@ -211,12 +212,9 @@ class JournalWriter:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _queue(self, line: bytes, at_once: bool) -> None:
-        if at_once:
-            with self._lock:
-                self._write(line)
-        else:
-            self._pending.append(line)
+    def _write_now(self, line: bytes) -> None:
+        with self._lock:
+            self._write(line)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -275,10 +273,11 @@ class JournalWriter:
 class _SegmentSink:
     """``on_settled`` for one segment: serialise the item, queue it or write it at once."""
 
-    __slots__ = ("_prefix", "_queue")
+    __slots__ = ("_append", "_now", "_prefix")
 
     def __init__(self, writer: JournalWriter, prefix: bytes) -> None:
-        self._queue = writer._queue
+        self._append = writer._pending.append  # a deque: thread-safe, no lock on the hot path
+        self._now = writer._write_now
         self._prefix = prefix
 
     def __call__(self, index: int, item: dict[str, Any]) -> None:
@@ -288,11 +287,14 @@ class _SegmentSink:
                 return  # a stub or a carried-over item: nothing ran, a resume just redoes it
             duration = 0  # a rescored item (rescore items have no duration)
         try:
-            body = pydantic_core.to_json(item, inf_nan_mode="null")
-        except pydantic_core.PydanticSerializationError:
+            body = to_json(item, inf_nan_mode="null")
+        except PydanticSerializationError:
             body = dumps_line_bytes(item)  # lone surrogates: U+FFFD, as the results file has
         line = b'%s%d,"item":%s}\n' % (self._prefix, index, body)
-        self._queue(line, duration >= WRITE_THROUGH_MS or item["accounting"]["operations"]["total"] > 0)
+        if duration >= WRITE_THROUGH_MS or item["accounting"]["operations"]["total"]:
+            self._now(line)
+        else:
+            self._append(line)
 
 
 # ------------------------------------------------------------------------------------ reading

@@ -1,0 +1,116 @@
+"""What the run journal costs on the zero-latency 20,000-item run (issue 13: at most 10 %).
+
+The workload of ``runner_hot_path.py`` (``benchmarks/evals/big_eval.py``: 20,000 items x 4
+deterministic scorers, a zero-latency workflow, concurrency 20), run in-process two ways, in
+alternating fresh processes of this one invocation:
+
+* without a journal: ``execute_run`` alone;
+* with the journal ``axl-eval run --output`` keeps: a segment line, every settled item
+  serialised and queued (none of these items makes a measured call or takes 1 ms, so all go
+  through the batched path), the background flush, and the final flush and ``fsync``.
+
+Both time the same span (plan excluded, from the first item to the journal closed) and print
+the medians, the difference per item and as a share of the run without journal.
+
+Run:  python benchmarks/journal_cost.py [--items 20000] [--repeat 5] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EVALS = Path(__file__).resolve().parent / "evals"
+
+
+def _once(journal_dir: str | None) -> float:
+    """Seconds for one run (``journal_dir``: where to journal; None: no journal)."""
+    sys.path.insert(0, str(EVALS))
+    import big_eval
+
+    from axl_action.evals.journal import JournalWriter, flags_of, iso_utc, tool_version
+    from axl_action.evals.runner import execute_run, plan_run
+    from axl_action.runtime.runtime import Runtime
+    from axl_action.schema.journal import JournalSegment
+
+    plan = plan_run(big_eval.eval)
+    runtime = Runtime()
+    if journal_dir is None:
+        start = time.perf_counter()
+        execute_run(big_eval.eval, runtime, plan=plan)
+        return time.perf_counter() - start
+    path = Path(journal_dir) / f"bench-{os.getpid()}.json.journal.jsonl"
+    start = time.perf_counter()
+    writer = JournalWriter.create(path)
+    segment = JournalSegment(
+        command="run",
+        key="big_eval.py",
+        label="big_eval.py",
+        started=iso_utc(),
+        tool=tool_version(),
+        flags=flags_of(),
+        facts=plan.facts,
+    )
+    sink = writer.sink(writer.begin(segment))
+    execute_run(big_eval.eval, runtime, plan=plan, on_settled=sink)
+    writer.close()
+    elapsed = time.perf_counter() - start
+    lines = path.read_bytes().count(b"\n")
+    path.unlink()
+    assert lines == plan.facts.items + 1, f"journal holds {lines} lines"
+    return elapsed
+
+
+def _child(mode: str, items: int, journal_dir: str) -> float:
+    env = {**os.environ, "BIG_ITEMS": str(items)}
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--dir", journal_dir, "--items", str(items)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dir", help="directory for the journal (default: a temp dir)")
+    parser.add_argument("--child", choices=["plain", "journal"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(_once(args.dir if args.child == "journal" else None))
+        return 0
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; journal in {tmp}")
+        plain: list[float] = []
+        journal: list[float] = []
+        for _ in range(args.repeat):  # alternate, so a change in machine load hits both alike
+            plain.append(_child("plain", args.items, tmp))
+            journal.append(_child("journal", args.items, tmp))
+    a, b = _median(plain), _median(journal)
+    per_item = (b - a) / args.items * 1e6
+    print(f"{args.items:,} items x 4 deterministic scorers, zero-latency workflow, concurrency 20")
+    print(
+        f"  run without journal: {a:6.3f} s  ({a / args.items * 1e6:5.1f} µs/item)   runs: {', '.join(f'{x:.3f}' for x in plain)}"
+    )
+    print(
+        f"  run with journal:    {b:6.3f} s  ({b / args.items * 1e6:5.1f} µs/item)   runs: {', '.join(f'{x:.3f}' for x in journal)}"
+    )
+    print(f"  journal cost: {per_item:+.2f} µs/item = {(b - a) / a * 100:+.1f} % of the run (target <= 10 %)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
