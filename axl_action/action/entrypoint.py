@@ -26,7 +26,7 @@ from axl_action.action.orchestrator import run_action
 from axl_action.action.settings import read_settings, secrets_to_mask
 from axl_action.action.setup import run_setup, version_line
 from axl_action.action.workspace_files import WorkspaceFiles
-from axl_action.cli.common import GRACE_ENV, leave
+from axl_action.cli.common import GRACE_ENV, leave, tolerant_console
 from axl_action.errors import ActionInputError, AxlError
 from axl_action.github.artifact_upload import ArtifactUploader
 from axl_action.github.client import GitHubClient
@@ -42,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(version_line())
         return 0
+    tolerant_console()
     env = dict(os.environ)
     # Eval files run in this process: they get the provider keys they need, but neither the
     # GitHub token nor the artifact-service token, which only this module hands to the clients.

@@ -194,6 +194,15 @@ class Interrupt:
         return 128 + self.signum if self.signum is not None else 0
 
 
+def tolerant_console() -> None:
+    """Text that is not valid Unicode (a lone surrogate in a model's output, echoed in a scorer
+    error or a table) must not crash the console after the items ran: print a replacement."""
+    for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors=errors)
+
+
 def leave(code: int) -> int:
     """``code``, or, after a hard stop left threads running, exit the process now with it."""
     if HARD_STOPPED.is_set():

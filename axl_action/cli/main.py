@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from axl_action.cli.common import HardStop, leave
+from axl_action.cli.common import HardStop, leave, tolerant_console
 from axl_action.errors import AxlError
 from axl_action.redaction import redact, register_env_secrets
 
@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Credential-named variables (OPENAI_API_KEY, GITHUB_TOKEN, ...) are redacted from every
     # output from the start, before any provider has read them.
     register_env_secrets()
+    tolerant_console()
     name = args[0] if args[0] in COMMANDS else "run"
     rest = args[1:] if args[0] in COMMANDS else args
     module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
