@@ -11,7 +11,8 @@ Durability rule (the one the docs promise):
 
 * A segment line is written and ``fsync``-ed before the first item of its result runs.
 * An item that made a measured call (``accounting.operations.total > 0``) or took 1 ms or
-  more (its workflow or a scorer waited on something: a model, a network, a sleep) is
+  more (its workflow or a scorer waited on something: a model, a network, a sleep; for a
+  rescored item, which has no duration, its slowest scorer) is
   written to the operating system by the worker that ran it before that worker takes
   another item. A process that dies after that moment (an exception, a signal, SIGKILL, an
   out-of-memory kill) leaves the line in the file.
@@ -283,9 +284,11 @@ class _SegmentSink:
     def __call__(self, index: int, item: dict[str, Any]) -> None:
         duration = item.get("duration")
         if duration is None:
-            if "scoreDetails" not in item:
+            details = item.get("scoreDetails")
+            if details is None:
                 return  # a stub or a carried-over item: nothing ran, a resume just redoes it
-            duration = 0  # a rescored item (rescore items have no duration)
+            # A rescored item has no duration of its own: its scorers' count.
+            duration = max((d.get("duration") or 0 for d in details.values()), default=0)
         try:
             body = to_json(item, inf_nan_mode="null")
         except PydanticSerializationError:

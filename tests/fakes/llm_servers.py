@@ -7,6 +7,10 @@ request so tests can assert what was sent (and that the key went only in the rig
 Script replies with ``server.enqueue(reply, ...)``; when the script is empty the server answers
 with its flavor's default success reply. Reply builders: ``ok``, ``error``, ``rate_limited``,
 ``malformed``, ``no_usage``, ``reset``, ``slow``, ``truncated``, ``retry_info``.
+
+``answered`` lists the requests whose whole reply went out (what a provider bills);
+``hold_after(n)`` leaves every request after the n-th unanswered, as calls in flight are when
+their client dies, until ``drop_held()``.
 """
 
 from __future__ import annotations
