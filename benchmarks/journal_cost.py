@@ -6,11 +6,12 @@ alternating fresh processes of this one invocation:
 
 * without a journal: ``execute_run`` alone;
 * with the journal ``axl-eval run --output`` keeps: a segment line, every settled item
-  serialised and queued (none of these items makes a measured call or takes 1 ms, so all go
-  through the batched path), the background flush, and the final flush and ``fsync``.
+  serialised and queued (these items make no measured call and almost none takes 1 ms, so
+  they go through the batched path), the background flush, and the final flush and ``fsync``.
 
-Both time the same span (plan excluded, from the first item to the journal closed) and print
-the medians, the difference per item and as a share of the run without journal.
+Both time the same span (plan excluded, from the first item to the journal closed). Printed:
+every run, then for the medians and for the best of each, the difference per item and as a
+share of the run without journal.
 
 Run:  python benchmarks/journal_cost.py [--items 20000] [--repeat 5] [--dir DIR]
 """
@@ -99,16 +100,17 @@ def main() -> int:
         for _ in range(args.repeat):  # alternate, so a change in machine load hits both alike
             plain.append(_child("plain", args.items, tmp))
             journal.append(_child("journal", args.items, tmp))
-    a, b = _median(plain), _median(journal)
-    per_item = (b - a) / args.items * 1e6
     print(f"{args.items:,} items x 4 deterministic scorers, zero-latency workflow, concurrency 20")
-    print(
-        f"  run without journal: {a:6.3f} s  ({a / args.items * 1e6:5.1f} µs/item)   runs: {', '.join(f'{x:.3f}' for x in plain)}"
-    )
-    print(
-        f"  run with journal:    {b:6.3f} s  ({b / args.items * 1e6:5.1f} µs/item)   runs: {', '.join(f'{x:.3f}' for x in journal)}"
-    )
-    print(f"  journal cost: {per_item:+.2f} µs/item = {(b - a) / a * 100:+.1f} % of the run (target <= 10 %)")
+    print(f"  without journal, runs (s): {', '.join(f'{x:.3f}' for x in plain)}")
+    print(f"  with journal, runs (s):    {', '.join(f'{x:.3f}' for x in journal)}")
+    # The median is the headline; the best of each says the same with less of the machine's
+    # load in it (a shared machine slows runs, never speeds them up).
+    for name, pick in (("median", _median), ("best", min)):
+        a, b = pick(plain), pick(journal)
+        print(
+            f"  {name:6}: {a:.3f} s without ({a / args.items * 1e6:.1f} µs/item), {b:.3f} s with: journal cost "
+            f"{(b - a) / args.items * 1e6:+.2f} µs/item = {(b - a) / a * 100:+.1f} % of the run (target <= 10 %)"
+        )
     return 0
 
 

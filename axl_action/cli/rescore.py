@@ -152,6 +152,7 @@ def run(argv: list[str]) -> int:
 
     interrupt = Interrupt(grace=grace)
     rescored: list[dict[str, Any]] = []
+    written = False
     interrupt.install()
     try:
         try:
@@ -162,13 +163,12 @@ def run(argv: list[str]) -> int:
                 print("\n" + console.format_table(view) + "\n")
             if args.output and rescored:
                 write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
+                written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session, as_list=source.is_list)
         finally:
             if session is not None:
-                session.finish(
-                    complete=bool(rescored) and interrupt.signum is None and not session.incomplete
-                )
+                session.finish(complete=written and interrupt.signum is None and not session.incomplete)
     finally:
         interrupt.restore()
     if interrupt.signum is not None:

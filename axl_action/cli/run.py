@@ -177,6 +177,7 @@ def run(argv: list[str]) -> int:
     session = _journal(args) if args.output else None
     interrupt = Interrupt(grace=grace)
     results: list[dict[str, Any]] = []
+    written = False
     interrupt.install()
     try:
         try:
@@ -184,11 +185,12 @@ def run(argv: list[str]) -> int:
             interrupt.settle()
             if args.output and results:
                 write_results(Path(args.output), results, as_list=len(results) != 1)
+                written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session)
         finally:
             if session is not None:
-                session.finish(complete=bool(results) and interrupt.signum is None and not session.incomplete)
+                session.finish(complete=written and interrupt.signum is None and not session.incomplete)
     finally:
         interrupt.restore()
     if interrupt.signum is not None:

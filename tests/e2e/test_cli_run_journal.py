@@ -569,3 +569,16 @@ def test_a_line_cut_short_by_the_crash_is_dropped(tmp_path: Path) -> None:
     assert "dropped the last line, which the crash cut short" in resumed.stderr
     assert {i for i, n in _calls(calls).items() if n > 1} == {11, 12}
     assert json.loads(out.read_text())["metadata"]["resumed"]["itemsFromJournal"] == 11
+
+
+def test_a_results_file_that_cannot_be_written_keeps_the_journal(tmp_path: Path) -> None:
+    out, calls, env = _counted(tmp_path, ITEMS="20")
+    out.mkdir()  # the results file cannot be put in place
+    failed = _axl(["counted_eval.py", "--output", str(out), "--quiet"], env, tmp_path)
+    assert failed.returncode == 1 and "cannot write the results" in failed.stderr
+    assert len(read_journal(tmp_path / "results.json.journal.jsonl").segments[0].items) == 20
+    out.rmdir()
+    resumed = _axl(["counted_eval.py", "--output", str(out), "--quiet", "--resume"], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert set(_calls(calls).values()) == {1}
+    assert json.loads(out.read_text())["metadata"]["resumed"]["itemsFromJournal"] == 20
