@@ -77,7 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("paths", nargs="*", help="eval files, directories or glob patterns")
-    parser.add_argument("--output", metavar="FILE", help="write the results JSON here (atomically)")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the results JSON here (atomically); settled items also go to <output>.journal.jsonl "
+        "as they settle, until the file is in place",
+    )
     parser.add_argument("--runs", type=positive_int, default=1, metavar="N", help="run each eval N times")
     parser.add_argument(
         "--concurrency",

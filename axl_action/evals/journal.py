@@ -240,15 +240,17 @@ class JournalWriter:
         fd = self._fd
         if fd is None or self.failed is not None:
             return
-        view = memoryview(data)
+        # One write(2) per call: an exception a signal handler raises in this thread can only
+        # come before or after it, never between two halves of a line. A short write (a full
+        # disk) stops the journal, so the cut line stays its last and a reader drops it.
         try:
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            written = os.write(fd, data)
         except OSError as err:
             self._fail(f"writing {self.path} failed: {err.strerror or err}")
             return
         self._dirty = True
+        if written < len(data):
+            self._fail(f"writing {self.path} stopped after {written} of {len(data)} bytes")
 
     def _sync_locked(self) -> None:
         fd = self._fd
