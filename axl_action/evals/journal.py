@@ -19,8 +19,11 @@ Durability rule (the one the docs promise):
 * Faster items (no measured call, under 1 ms: free, deterministic work) are queued in memory
   and written by a background thread every ``AXL_EVAL_JOURNAL_FLUSH_MS`` (default 20 ms) and
   when the run ends: a process death loses at most that much free work.
-* The background thread calls ``fsync`` at most once a second while lines arrive, and the
-  journal is ``fsync``-ed when the run ends: losing power loses at most about a second of lines.
+* While items are written through, the background thread calls ``fsync`` at most once a
+  second (outside the lock, so no worker waits for the disk), and a journal that is kept when
+  the run ends is ``fsync``-ed then: losing power loses at most about the last second of paid
+  items (free ones are not synced for their own sake: redoing them costs nothing). A journal
+  deleted at the end, because the results file is in place, is not synced first.
 * Items in flight when the process dies settled nowhere: a resume runs them again (with
   concurrency ``c``, at most ``c`` items).
 * A line cut short by the crash (the file's last line) is dropped when the journal is read.
@@ -150,9 +153,11 @@ class JournalWriter:
         """Why the journal stopped being written, once it did."""
         self.segments = 0
         """Segment lines in the file (the next segment gets this number)."""
+        # Lines as bytes (objects the cyclic GC does not track: a run's heap of items is large).
         self._pending: collections.deque[bytes] = collections.deque()
         self._lock = threading.Lock()
         self._dirty = False
+        self._unsynced_paid = False
         self._last_sync = time.monotonic()
         self._stop = threading.Event()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +192,7 @@ class JournalWriter:
             number = self.segments
             self.segments += 1
             self._write(line)
-            self._sync_locked()
+        self._sync()
         return number
 
     def sink(self, number: int) -> Callable[[int, dict[str, Any]], None]:
@@ -195,43 +200,50 @@ class JournalWriter:
         return _SegmentSink(self, b'{"segment":%d,"index":' % number)
 
     def flush(self) -> None:
-        """Write every queued line now and sync the file."""
+        """Write every queued line to the operating system now."""
         with self._lock:
             self._drain_locked()
-            self._sync_locked()
 
-    def close(self) -> None:
-        """Stop the background thread, write what is queued, sync and close the file."""
+    def close(self, *, sync: bool = False) -> None:
+        """Stop the background thread, write what is queued and close the file; ``sync`` also
+        ``fsync``s it (for a journal that is kept: one that is deleted next need not be)."""
         self._stop.set()
         self._thread.join()
         with self._lock:
             self._drain_locked()
-            self._sync_locked()
+        if sync:
+            self._sync()
+        with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
 
     # -- internals --------------------------------------------------------------------------
 
-    def _write_now(self, line: bytes) -> None:
+    def _write_now(self, head: bytes, body: bytes) -> None:
         with self._lock:
-            self._write(line)
+            self._write(head + body + b"}\n")
+            self._unsynced_paid = True
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             with self._lock:
                 self._drain_locked()
-                if self._dirty and time.monotonic() - self._last_sync >= self.sync_interval:
-                    self._sync_locked()
+            # Only lines written through (paid or slow items) are worth a disk flush: free items
+            # a power loss takes are redone for nothing, and a run whose journal is deleted at
+            # its end then never writes them to disk at all.
+            if self._unsynced_paid and time.monotonic() - self._last_sync >= self.sync_interval:
+                self._sync()
 
     def _drain_locked(self) -> None:
         pending = self._pending
         if not pending:
             return
         chunks: list[bytes] = []
+        add = chunks.append
         while True:
             try:
-                chunks.append(pending.popleft())
+                add(pending.popleft())
             except IndexError:
                 break
         self._write(b"".join(chunks))
@@ -252,16 +264,18 @@ class JournalWriter:
         if written < len(data):
             self._fail(f"writing {self.path} stopped after {written} of {len(data)} bytes")
 
-    def _sync_locked(self) -> None:
+    def _sync(self) -> None:
+        # Outside the lock: fsync waits for the disk (and releases the GIL), and a worker
+        # writing a paid item through must never wait behind it.
         fd = self._fd
         if fd is None or not self._dirty or self.failed is not None:
             return
+        self._dirty = self._unsynced_paid = False  # lines written from now on count again
         try:
             os.fsync(fd)
         except OSError as err:
             self._fail(f"syncing {self.path} failed: {err.strerror or err}")
             return
-        self._dirty = False
         self._last_sync = time.monotonic()
 
     def _fail(self, reason: str) -> None:
@@ -295,11 +309,11 @@ class _SegmentSink:
             body = to_json(item, inf_nan_mode="null")
         except PydanticSerializationError:
             body = dumps_line_bytes(item)  # lone surrogates: U+FFFD, as the results file has
-        line = b'%s%d,"item":%s}\n' % (self._prefix, index, body)
+        head = b'%s%d,"item":' % (self._prefix, index)
         if duration >= WRITE_THROUGH_MS or item["accounting"]["operations"]["total"]:
-            self._now(line)
+            self._now(head, body)
         else:
-            self._append(line)
+            self._append(head + body + b"}\n")
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -734,8 +748,8 @@ class JournalSession:
         """Close the journal; delete it when ``complete`` (the results file is in place and the
         run was not interrupted) and nothing of another eval is left in it, else say why it
         stays."""
-        self.writer.close()
         left = self.unused()
+        self.writer.close(sync=not (complete and not left))
         if complete and not left:
             self.path.unlink(missing_ok=True)
             return
