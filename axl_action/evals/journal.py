@@ -17,8 +17,9 @@ Durability rule (the one the docs promise):
   another item. A process that dies after that moment (an exception, a signal, SIGKILL, an
   out-of-memory kill) leaves the line in the file.
 * Faster items (no measured call, under 1 ms: free, deterministic work) are queued in memory
-  and written by a background thread every ``AXL_EVAL_JOURNAL_FLUSH_MS`` (default 20 ms) and
-  when the run ends: a process death loses at most that much free work.
+  and written every ``AXL_EVAL_JOURNAL_FLUSH_MS`` (default 20 ms) and when the run ends: by
+  the next worker that queues an item once that time is up, or by a background thread when
+  no item settles. A process death loses at most about that much free work.
 * While items are written through, the background thread calls ``fsync`` at most once a
   second (outside the lock, so no worker waits for the disk), and a journal that is kept when
   the run ends is ``fsync``-ed then: losing power loses at most about the last second of paid
@@ -28,8 +29,9 @@ Durability rule (the one the docs promise):
   concurrency ``c``, at most ``c`` items).
 * A line cut short by the crash (the file's last line) is dropped when the journal is read.
 
-Per item on the hot path this costs one pydantic-core ``to_json`` of the item (about 3 µs for
-a 4-scorer item) and a deque append, or a locked ``write(2)`` for the items written at once.
+Per item on the hot path this costs one pydantic-core ``to_json`` of the item (3-4 µs for a
+4-scorer item in a loop, more when interleaved with the runner's own work) and a deque append,
+or a ``write(2)`` for an item written at once; ``benchmarks/journal_cost.py`` measures it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ from axl_action.schema.journal import (
     RunGroup,
 )
 from axl_action.schema.jsonio import dumps_line_bytes
+
+monotonic = time.monotonic
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 FLUSH_ENV = "AXL_EVAL_JOURNAL_FLUSH_MS"
@@ -138,9 +142,13 @@ def is_final(item: Mapping[str, Any]) -> bool:
 class JournalWriter:
     """Appends segment and item lines to one journal file (see the module's durability rule).
 
-    Thread-safe. :meth:`sink` returns the per-segment ``on_settled`` callback workers call; it
-    never raises: a journal that cannot be written any more (a full disk) is reported once and
-    the run goes on without it.
+    Thread-safe without a lock on the item path: lines queue in a deque, and every write is one
+    ``write(2)`` of whole lines to a file opened ``O_APPEND``, which Linux applies atomically,
+    so writers on several threads never interleave within a line and none ever waits for
+    another (a lock holder the GIL switched away from would stall every worker behind it).
+    :meth:`sink` returns the per-segment ``on_settled`` callback workers call; it never raises:
+    a journal that cannot be written any more (a full disk) is reported once and the run goes
+    on without it.
     """
 
     def __init__(
@@ -153,12 +161,13 @@ class JournalWriter:
         """Why the journal stopped being written, once it did."""
         self.segments = 0
         """Segment lines in the file (the next segment gets this number)."""
+        self.next_drain = monotonic() + self.interval
+        """When queued lines are due to be written (workers check it as they queue)."""
         # Lines as bytes (objects the cyclic GC does not track: a run's heap of items is large).
         self._pending: collections.deque[bytes] = collections.deque()
-        self._lock = threading.Lock()
         self._dirty = False
         self._unsynced_paid = False
-        self._last_sync = time.monotonic()
+        self._last_sync = monotonic()
         self._stop = threading.Event()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -183,15 +192,15 @@ class JournalWriter:
         return writer
 
     def begin(self, segment: JournalSegment) -> int:
-        """Write a segment line (synced); return its number."""
+        """Write a segment line (synced) before any item of its result runs; return its number.
+        Called from one thread (the command's)."""
         # Not redacted as a whole: its format tag and hashes must survive a secret that happens
         # to share 8 characters with them. What is free text in it (the eval's metadata) was
         # redacted when the runner took it (``plan_run``), as in the results file.
         line = dumps_line_bytes(segment.to_wire()) + b"\n"
-        with self._lock:
-            number = self.segments
-            self.segments += 1
-            self._write(line)
+        number = self.segments
+        self.segments += 1
+        self._write(line)
         self._sync()
         return number
 
@@ -201,41 +210,46 @@ class JournalWriter:
 
     def flush(self) -> None:
         """Write every queued line to the operating system now."""
-        with self._lock:
-            self._drain_locked()
+        self._drain()
 
-    def close(self, *, sync: bool = False) -> None:
-        """Stop the background thread, write what is queued and close the file; ``sync`` also
-        ``fsync``s it (for a journal that is kept: one that is deleted next need not be)."""
+    def close(self, *, sync: bool = False, release: bool = True) -> None:
+        """Stop the background thread, write what is queued and close the file. ``sync`` also
+        ``fsync``s it (a journal that is kept; one deleted next need not be). ``release=False``
+        keeps the descriptor open, for workers a hard stop abandoned that may still settle."""
         self._stop.set()
         self._thread.join()
-        with self._lock:
-            self._drain_locked()
+        self._drain()
         if sync:
             self._sync()
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        if release and self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     # -- internals --------------------------------------------------------------------------
 
+    def drain_due(self) -> None:
+        """Write the queue now that it is due (workers call it as they queue)."""
+        self.next_drain = monotonic() + self.interval
+        self._drain()
+
     def _write_now(self, head: bytes, body: bytes) -> None:
-        with self._lock:
-            self._write(head + body + b"}\n")
-            self._unsynced_paid = True
+        self._write(head + body + b"}\n")
+        self._unsynced_paid = True
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            with self._lock:
-                self._drain_locked()
+            # Workers write the queue as they add to it; this covers the quiet spells.
+            if monotonic() >= self.next_drain:
+                self.drain_due()
             # Only lines written through (paid or slow items) are worth a disk flush: free items
             # a power loss takes are redone for nothing, and a run whose journal is deleted at
             # its end then never writes them to disk at all.
-            if self._unsynced_paid and time.monotonic() - self._last_sync >= self.sync_interval:
+            if self._unsynced_paid and monotonic() - self._last_sync >= self.sync_interval:
                 self._sync()
 
-    def _drain_locked(self) -> None:
+    def _drain(self) -> None:
+        # Several threads may drain at once: each pops different lines (the deque is
+        # thread-safe) and writes them with one append.
         pending = self._pending
         if not pending:
             return
@@ -265,8 +279,7 @@ class JournalWriter:
             self._fail(f"writing {self.path} stopped after {written} of {len(data)} bytes")
 
     def _sync(self) -> None:
-        # Outside the lock: fsync waits for the disk (and releases the GIL), and a worker
-        # writing a paid item through must never wait behind it.
+        # fsync waits for the disk (releasing the GIL); no worker ever waits for it.
         fd = self._fd
         if fd is None or not self._dirty or self.failed is not None:
             return
@@ -276,7 +289,7 @@ class JournalWriter:
         except OSError as err:
             self._fail(f"syncing {self.path} failed: {err.strerror or err}")
             return
-        self._last_sync = time.monotonic()
+        self._last_sync = monotonic()
 
     def _fail(self, reason: str) -> None:
         if self.failed is None:
@@ -290,12 +303,13 @@ class JournalWriter:
 class _SegmentSink:
     """``on_settled`` for one segment: serialise the item, queue it or write it at once."""
 
-    __slots__ = ("_append", "_now", "_prefix")
+    __slots__ = ("_append", "_now", "_prefix", "_writer")
 
     def __init__(self, writer: JournalWriter, prefix: bytes) -> None:
         self._append = writer._pending.append  # a deque: thread-safe, no lock on the hot path
         self._now = writer._write_now
         self._prefix = prefix
+        self._writer = writer
 
     def __call__(self, index: int, item: dict[str, Any]) -> None:
         duration = item.get("duration")
@@ -312,8 +326,13 @@ class _SegmentSink:
         head = b'%s%d,"item":' % (self._prefix, index)
         if duration >= WRITE_THROUGH_MS or item["accounting"]["operations"]["total"]:
             self._now(head, body)
-        else:
-            self._append(head + body + b"}\n")
+            return
+        self._append(head + body + b"}\n")
+        writer = self._writer
+        if monotonic() >= writer.next_drain:
+            # Due: this worker writes the queue. The background thread alone would not do:
+            # with many CPU-bound workers it waits hundreds of ms for the GIL.
+            writer.drain_due()
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -655,6 +674,8 @@ class JournalSession:
         self.resumed_items = 0
         self.incomplete = False
         """Set when a result of the command failed after items settled: keep the journal."""
+        self.abandoned = False
+        """Set by a hard stop: workers left in flight may still settle, so the file stays open."""
         existing = read_journal(self.path) if self.path.exists() else None
         if existing is not None and existing.item_lines and not resume:
             raise UsageError(
@@ -749,7 +770,7 @@ class JournalSession:
         run was not interrupted) and nothing of another eval is left in it, else say why it
         stays."""
         left = self.unused()
-        self.writer.close(sync=not (complete and not left))
+        self.writer.close(sync=not (complete and not left), release=not self.abandoned)
         if complete and not left:
             self.path.unlink(missing_ok=True)
             return
@@ -779,6 +800,7 @@ class JournalSession:
     def write_settled(self, write: Callable[[list[dict[str, Any]]], None]) -> int:
         """The hard stop: flush, then hand ``write`` a result per segment built from the journal
         alone (marked ``recovered``); returns the number of items written (0: nothing called)."""
+        self.abandoned = True
         self.writer.flush()
         journal = read_journal(self.path)
         results = recover_results(_keep_items(journal))
