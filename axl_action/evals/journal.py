@@ -671,7 +671,6 @@ class JournalSession:
         self.flags = flags
         self.previous: Journal | None = None
         self.used: set[int] = set()
-        self.resumed_items = 0
         self.incomplete = False
         """Set when a result of the command failed after items settled: keep the journal."""
         self.abandoned = False
@@ -737,7 +736,6 @@ class JournalSession:
                 spend=record.known_spend,
             )
             self.used.add(record.number)
-            self.resumed_items += len(completed)
             return StartedResult(facts, self.writer.sink(record.number), resumed)
         segment = JournalSegment(
             command=self.command,
@@ -760,10 +758,6 @@ class JournalSession:
         if self.previous is None:
             return []
         return [r for r in self.previous.segments if r.number not in self.used and r.items]
-
-    def flush(self) -> None:
-        """Write everything queued now."""
-        self.writer.flush()
 
     def finish(self, *, complete: bool) -> None:
         """Close the journal; delete it when ``complete`` (the results file is in place and the
