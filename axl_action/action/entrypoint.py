@@ -11,17 +11,22 @@ the run is not inside GitHub Actions, or the fork relay rejected its artifact or
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from axl_action.action.evalstep import run_evals
 from axl_action.action.orchestrator import run_action
 from axl_action.action.settings import read_settings, secrets_to_mask
 from axl_action.action.setup import run_setup, version_line
 from axl_action.action.workspace_files import WorkspaceFiles
+from axl_action.cli.common import GRACE_ENV, leave, tolerant_console
 from axl_action.errors import ActionInputError, AxlError
 from axl_action.github.artifact_upload import ArtifactUploader
 from axl_action.github.client import GitHubClient
@@ -37,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(version_line())
         return 0
+    tolerant_console()
     env = dict(os.environ)
     # Eval files run in this process: they get the provider keys they need, but neither the
     # GitHub token nor the artifact-service token, which only this module hands to the clients.
@@ -121,6 +127,13 @@ def run(env: Mapping[str, str]) -> int:
     child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in _WITHHELD}
     if (setup_failed := run_setup(settings, workdir=workdir, env=child_env, commands=commands)) is not None:
         return setup_failed
+    # A cancelled job gets SIGINT, then SIGTERM 7.5 s later, then SIGKILL 2.5 s after that: the
+    # items in flight get 5 s (unless the workflow sets AXL_EVAL_GRACE_SECONDS), which leaves
+    # time to store the journal before the SIGTERM. Signals that arrive while the action
+    # publishes (the eval run has its own handling) are noted, not obeyed at once.
+    os.environ.setdefault(GRACE_ENV, str(ACTION_GRACE_SECONDS))
+    deferred = _DeferredSignals()
+    deferred.install()
     try:
         outcome = run_action(
             settings,
@@ -137,13 +150,50 @@ def run(env: Mapping[str, str]) -> int:
         )
     except ActionInputError as err:
         commands.error(str(err), title=f"Invalid input {err.input_name}")
-        return 1
+        return leave(1)
     except AxlError as err:
         commands.error(str(err), title="axl-eval-action failed")
-        return 1
+        return leave(1)
+    finally:
+        deferred.restore()
     for problem in outcome.problems:
         print(f"Not published: {problem}", file=sys.stderr)
-    return outcome.exit_code
+    # After a hard stop the eval run may have left threads in flight: exit without them.
+    return leave(deferred.exit_code or outcome.exit_code)
+
+
+ACTION_GRACE_SECONDS = 5
+"""The action's default grace period (``AXL_EVAL_GRACE_SECONDS``), shorter than the CLI's 30 s."""
+
+
+class _DeferredSignals:
+    """SIGINT/SIGTERM while the action publishes: note it and finish (the runner's SIGKILL
+    bounds how long), so the journal and the partial results still get stored."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.signum = signum
+        print(
+            f"axl-eval-action: received {signal.Signals(signum).name}; finishing what is being stored first.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum is not None else 0
 
 
 if __name__ == "__main__":

@@ -58,8 +58,10 @@ from axl_action.action.relay import (
     relay_artifact_name,
     verify_target,
 )
+from axl_action.action.resume import JOURNAL_FILE, describe, fetch_journal, journal_artifact_name
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
+from axl_action.evals.journal import journal_path
 from axl_action.github.api import GitHubApi
 from axl_action.github.comments import GateVerdict
 from axl_action.github.errors import GitHubPermissionError
@@ -436,12 +438,23 @@ class _Produced:
 
 
 def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) -> _Produced | ActionOutcome:
-    """Run the evals and read the results; without results, publish the error and stop."""
+    """Run the evals and read the results; without results, publish the error and stop.
+
+    A re-run attempt first fetches the journal an earlier attempt left and resumes from it;
+    a run that leaves a journal uploads it before anything else (``action.resume``).
+    """
     request = build_request(
         job.settings, workdir=job.workdir, output=job.scratch / "results" / RESULTS_NAME, env=env
     )
-    with job.commands.group("Run the evals"), job.commands.stop_commands():
-        evalrun = run_evals(request)
+    journal = journal_path(request.output)
+    resumed = _fetch_journal(job, journal) if request.source == "evals" else None
+    if resumed is not None:
+        request = dataclasses.replace(request, flags=(*request.flags, "--resume"))
+    try:
+        with job.commands.group("Run the evals"), job.commands.stop_commands():
+            evalrun = run_evals(request)
+    finally:
+        _keep_journal(job, journal, resumed, steps)
     if evalrun.results_path is None:
         return _no_results(job, evalrun, steps)
     try:
@@ -449,6 +462,76 @@ def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) 
     except AxlError as err:
         return _no_results(job, EvalRun(evalrun.exit_code or 1, None, str(err)), steps)
     return _Produced(candidate, evalrun, _keep_results(job, evalrun.results_path, steps))
+
+
+def _journal_name(job: Job) -> str:
+    shard = job.settings.shard
+    return journal_artifact_name(job.settings.suite, str(shard) if shard is not None else None)
+
+
+def _fetch_journal(job: Job, dest: Path) -> int | None:
+    """On a re-run attempt, the journal of an earlier one (its artifact id), else None."""
+    ctx = job.ctx
+    attempt = int(ctx.run_attempt) if ctx.run_attempt and ctx.run_attempt.isdigit() else 1
+    if attempt <= 1 or not ctx.run_id or not ctx.run_id.isdigit():
+        return None
+    name = _journal_name(job)
+    with job.commands.group("Resume from the earlier attempt"):
+        if job.github is None:
+            job.commands.warning(
+                f"This is attempt {attempt} of the run, but without a github-token the journal of an "
+                "earlier attempt cannot be fetched: every item runs (and is paid for) again.",
+                title="Not resumed",
+            )
+            return None
+        try:
+            artifact_id = fetch_journal(job.github, ctx.repository, int(ctx.run_id), name, dest)
+        except Exception as err:
+            job.commands.warning(
+                f"Attempt {attempt}: the journal {name!r} of an earlier attempt could not be fetched "
+                f"({describe(err)}); every item runs again.",
+                title="Not resumed",
+            )
+            return None
+        if artifact_id is None:
+            print(
+                f"Attempt {attempt}: no earlier attempt left a journal ({name}): it finished its evals, "
+                "or was killed before it could upload one. Every item runs."
+            )
+            return None
+        print(
+            f"Attempt {attempt}: resuming from the journal of an earlier attempt (artifact {name!r}, id "
+            f"{artifact_id}); the items it settled are neither run nor paid for again."
+        )
+        return artifact_id
+
+
+def _keep_journal(job: Job, journal: Path, resumed: int | None, steps: _Steps) -> None:
+    """Upload a journal the eval run left behind (it stopped before its results were complete),
+    so a re-run of the job resumes from it; once a resumed run completed, delete the artifact."""
+    name = _journal_name(job)
+    if journal.is_file():
+        if job.uploader is None:
+            job.commands.warning(
+                f"The eval run left a journal ({journal}) but the artifact service is not available, so a "
+                "re-run of this job cannot resume from it.",
+                title="Journal not stored",
+            )
+            return
+        uploader = job.uploader
+
+        def upload() -> None:
+            uploaded = uploader.upload(name, {JOURNAL_FILE: journal.read_bytes()}, overwrite=True)
+            print(
+                f"The eval run stopped before its results were complete: stored its journal as artifact "
+                f"{name!r} (id {uploaded.id}). Re-running this job resumes from it."
+            )
+
+        steps.guard("journal artifact", upload)
+    elif resumed is not None and job.uploader is not None:
+        deleter = getattr(job.uploader, "delete", None)
+        if callable(deleter):
+            steps.guard("journal cleanup", lambda: deleter(name))
 
 
 def _keep_results(job: Job, path: Path, steps: _Steps) -> str:

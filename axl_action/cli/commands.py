@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from axl_action.cli.common import Interrupt, pricing_notes
@@ -71,17 +70,6 @@ def check_capture_flags(args: argparse.Namespace) -> None:
         raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
     if args.redact_content and not args.capture_requests:
         raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
-
-
-@contextmanager
-def cancel_on_signals() -> Iterator[Interrupt]:
-    """SIGINT/SIGTERM cancel the work inside (see :class:`Interrupt`) until the block ends."""
-    interrupt = Interrupt()
-    interrupt.install()
-    try:
-        yield interrupt
-    finally:
-        interrupt.restore()
 
 
 def closing_notes(runtime: Any, interrupt: Interrupt, *, written: int, what: str) -> int | None:

@@ -59,27 +59,124 @@ def env_int(name: str) -> int | None:
     return value if value > 0 else None
 
 
+GRACE_ENV = "AXL_EVAL_GRACE_SECONDS"
+DEFAULT_GRACE_SECONDS = 30.0
+"""How long items in flight may take to finish after the first SIGINT/SIGTERM."""
+
+HARD_STOPPED = threading.Event()
+"""Set once a hard stop abandoned items in flight: their threads may never return, so the
+process must leave with ``os._exit`` (:func:`leave`) instead of waiting for them."""
+
+
+class HardStop(BaseException):
+    """Raised in the main thread by a second signal, or when the grace period ends with items
+    still in flight: write what has settled and exit now. A ``BaseException`` so that no
+    ``except Exception`` on the way up swallows it."""
+
+    def __init__(self, signum: int, reason: str) -> None:
+        super().__init__(reason)
+        self.signum = signum
+        self.reason = reason
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def grace_seconds(raw: str | None = None) -> float:
+    """The grace period: ``--grace-period``, else ``$AXL_EVAL_GRACE_SECONDS``, else 30 s.
+
+    A flag value that is not a number >= 0 is a usage error; a malformed environment value
+    is ignored (as every ``AXL_EVAL_*`` number is), with a warning.
+    """
+    if raw is not None:
+        return _seconds("--grace-period", raw)
+    env = os.environ.get(GRACE_ENV, "").strip()
+    if env:
+        try:
+            return _seconds(GRACE_ENV, env)
+        except UsageError as err:
+            print(f"[axl-eval] WARNING: ignoring {err.message}", file=sys.stderr)
+    return DEFAULT_GRACE_SECONDS
+
+
+def _seconds(name: str, raw: str) -> float:
+    try:
+        value = float(raw.strip().removesuffix("s"))
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise UsageError(f'{name}: expected a number of seconds >= 0, got "{raw}"', hint="for example 30")
+    return value
+
+
 @dataclass
 class Interrupt:
-    """SIGINT/SIGTERM handling: first signal cancels, a second one exits at once."""
+    """SIGINT/SIGTERM handling in two stages (see ``docs/durability.md``).
 
+    1. The first signal sets ``event``: no new item starts; items in flight finish, scorers
+       included, for up to ``grace`` seconds. The run then ends normally (the items not
+       started are ``cancelled``) and writes its partial results; the journal is kept.
+    2. A second signal, or the grace period ending with items still in flight, sets ``abort``
+       (in-flight scorers are cancelled, LLM judges aborted) and raises :class:`HardStop` in
+       the main thread: the command writes what has settled, from the journal, and exits.
+    3. Any further signal exits at once.
+    """
+
+    grace: float = DEFAULT_GRACE_SECONDS
     event: threading.Event = field(default_factory=threading.Event)
+    """Set by the first signal: admit no new items."""
+    abort: threading.Event = field(default_factory=threading.Event)
+    """Set by the hard stop: cancel the scorers of items in flight."""
     signum: int | None = None
     previous: dict[int, Any] = field(default_factory=dict)
+    _settled: threading.Event = field(default_factory=threading.Event)
+    _expired: bool = False
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.abort.is_set():
+            print("[axl-eval] Another signal: exiting now.", file=sys.stderr, flush=True)
+            HARD_STOPPED.set()
+            os._exit(self.exit_code or 128 + signum)
         if self.signum is not None:
-            print("[axl-eval] Second signal received, forcing exit.", file=sys.stderr, flush=True)
-            os._exit(130)
+            self.abort.set()
+            HARD_STOPPED.set()
+            reason = (
+                f"the {self.grace:g} s grace period is over with items still in flight"
+                if self._expired
+                else "second signal"
+            )
+            print(
+                f"[axl-eval] Hard stop ({reason}): writing what has settled and exiting.",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise HardStop(self.signum, reason)
         self.signum = signum
         self.event.set()
         name = signal.Signals(signum).name
         print(
-            f"\n[axl-eval] Received {name}, cancelling the eval (in-flight items finish; "
-            "press Ctrl+C again to force exit)...",
+            f"\n[axl-eval] Received {name}: no new items start; the items in flight finish, scorers "
+            f"included, within {self.grace:g} s (--grace-period). A second signal writes what has "
+            "settled and exits at once.",
             file=sys.stderr,
             flush=True,
         )
+        threading.Thread(target=self._watch, name="axl-eval-grace", daemon=True).start()
+
+    def _watch(self) -> None:
+        if self._settled.wait(self.grace) or self.signum is None:
+            return
+        self._expired = True
+        # Handled in the main thread as a second signal. Sent to that thread itself: a signal
+        # raised here would not interrupt its wait for the workers until they return.
+        main = threading.main_thread().ident
+        if main is not None:
+            signal.pthread_kill(main, self.signum)
+
+    def settle(self) -> None:
+        """The items are done: the grace period no longer applies."""
+        self._settled.set()
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -88,12 +185,31 @@ class Interrupt:
             self.previous[sig] = signal.signal(sig, self.handle)
 
     def restore(self) -> None:
+        self._settled.set()
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
 
     @property
     def exit_code(self) -> int:
         return 128 + self.signum if self.signum is not None else 0
+
+
+def tolerant_console() -> None:
+    """Text that is not valid Unicode (a lone surrogate in a model's output, echoed in a scorer
+    error or a table) must not crash the console after the items ran: print a replacement."""
+    for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors=errors)
+
+
+def leave(code: int) -> int:
+    """``code``, or, after a hard stop left threads running, exit the process now with it."""
+    if HARD_STOPPED.is_set():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def make_runtime(pricing: str | None) -> Any:

@@ -11,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from axl_action.cli.common import HardStop, leave, tolerant_console
 from axl_action.errors import AxlError
 from axl_action.redaction import redact, register_env_secrets
 
@@ -20,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "Compare a baseline and a candidate result and apply the gates"),
     "rescore": ("rescore", "Re-run scorers on the saved outputs of a results file"),
     "merge": ("merge", "Join the results of --shard i/n runs into one result"),
+    "recover": ("recover", "Write a results file from the journal of an interrupted run"),
     "report": ("report", "Render the PR comment, job summary and HTML report for a result"),
     "history": ("history", "Build a history.json of baseline runs from results files"),
 }
@@ -61,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Credential-named variables (OPENAI_API_KEY, GITHUB_TOKEN, ...) are redacted from every
     # output from the start, before any provider has read them.
     register_env_secrets()
+    tolerant_console()
     name = args[0] if args[0] in COMMANDS else "run"
     rest = args[1:] if args[0] in COMMANDS else args
     module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
@@ -68,11 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = module.run(rest)
     except AxlError as err:
         print(f"Error: {redact(str(err))}", file=sys.stderr)
-        return 1
+        return leave(1)
+    except HardStop as stop:  # a signal after the command had stopped handling them
+        return leave(stop.exit_code)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
-    return code
+    # After a hard stop, items abandoned in flight may never return: exit without them.
+    return leave(code)
 
 
 if __name__ == "__main__":

@@ -4,31 +4,41 @@ The workflow is not run again: every completed item of the results file is score
 file's scorers, items that errored in the source run are carried over unscored. The output
 mirrors the input's shape (an array in, an array out).
 
-Exit codes: 0 rescored; 1 a bad flag or file, an invalid budget (nothing written), or a
-rescore stopped by its budget (after writing); 130 / 143 interrupted by SIGINT / SIGTERM (the
-results rescored so far are still written).
+Exit codes: 0 rescored; 1 a bad flag or file, an invalid budget (nothing written), a journal
+that cannot be resumed, or a rescore stopped by its budget (after writing); 130 / 143
+interrupted by SIGINT / SIGTERM (the results rescored so far are still written, and the
+journal is kept for ``--resume``).
+
+With ``--output FILE`` every rescored item is also appended to ``FILE.journal.jsonl`` as it
+settles (``evals/journal.py``), as ``axl-eval run`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from axl_action.cli.commands import add_capture_flags, cancel_on_signals, check_capture_flags, closing_notes
+from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes
 from axl_action.cli.common import (
     ArgParser,
+    HardStop,
+    Interrupt,
     budget_arg,
     env_int,
+    grace_seconds,
     make_runtime,
     positive_int,
     sidecar_sink,
     write_results,
 )
-from axl_action.errors import EvalDefinitionError, UsageError
+from axl_action.errors import AxlError, EvalDefinitionError, UsageError
+
+if TYPE_CHECKING:
+    from axl_action.evals.journal import JournalSession
 
 SUMMARY = "Re-run scorers on the saved outputs of a results file"
 USAGE_HINT = "axl-eval rescore <results.json> <eval-file> [--output FILE] [--budget $X]"
@@ -64,6 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_capture_flags(parser, calls="judge")
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted rescore recorded in <output>.journal.jsonl: items it rescored are "
+        "neither scored nor paid for again",
+    )
+    parser.add_argument(
+        "--grace-period",
+        metavar="S",
+        help="after the first SIGINT/SIGTERM, seconds the items in flight get to finish "
+        "(default: $AXL_EVAL_GRACE_SECONDS, else 30)",
+    )
     # Recognized so that they are refused with a reason instead of "unknown flag".
     parser.add_argument("--scorers", metavar="a,b", help=argparse.SUPPRESS)
     parser.add_argument("--max-item-error-rate", metavar="R", help=argparse.SUPPRESS)
@@ -85,6 +107,8 @@ def _check(args: argparse.Namespace) -> tuple[Path, Path]:
         got = f"got {len(args.paths)} path(s)" + (f": {' '.join(args.paths)}" if args.paths else "")
         raise UsageError(f"rescore needs a results file and an eval file, {got}", hint=USAGE_HINT)
     check_capture_flags(args)
+    if args.resume and not args.output:
+        raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
     return Path(args.paths[0]), Path(args.paths[1])
 
 
@@ -108,18 +132,34 @@ def run(argv: list[str]) -> int:
 
     args = build_parser().parse_intermixed_args(argv)
     results_path, eval_path = _check(args)
+    grace = grace_seconds(args.grace_period)
     source = load_result_file(results_path)
     scorers = _scorers(eval_path)
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
     runtime = make_runtime(args.pricing)
+    session = _journal(args) if args.output else None
 
-    with cancel_on_signals() as interrupt:
-        rescored = _rescore_all(source, scorers, runtime, args, concurrency, interrupt.event)
-    views = [wire_view(result) for result in rescored]
-    for view in views:
-        print("\n" + console.format_table(view) + "\n")
-    if args.output and rescored:
-        write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
+    interrupt = Interrupt(grace=grace)
+    rescored: list[dict[str, Any]] = []
+    written = False
+    interrupt.install()
+    try:
+        try:
+            _rescore_all(source, scorers, runtime, args, concurrency, interrupt, session, rescored)
+            interrupt.settle()
+            views = [wire_view(result) for result in rescored]
+            for view in views:
+                print("\n" + console.format_table(view) + "\n")
+            if args.output and rescored:
+                write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
+                written = True
+        except HardStop as stop:
+            return _hard_stop(stop, args, session, as_list=source.is_list)
+        finally:
+            if session is not None:
+                session.finish(complete=written and interrupt.signum is None and not session.incomplete)
+    finally:
+        interrupt.restore()
     interrupted = closing_notes(runtime, interrupt, written=len(rescored), what="rescored")
     if interrupted is not None:
         return interrupted
@@ -132,40 +172,106 @@ def run(argv: list[str]) -> int:
     return code
 
 
+def _journal(args: argparse.Namespace) -> JournalSession:
+    from axl_action.evals.journal import JournalSession, flags_of
+
+    flags = flags_of(budget=args.budget, pricing=args.pricing)
+    return JournalSession(Path(args.output), command="rescore", flags=flags, resume=args.resume)
+
+
+def _hard_stop(
+    stop: HardStop, args: argparse.Namespace, session: JournalSession | None, *, as_list: bool
+) -> int:
+    """Write what has been rescored (from the journal) and return the signal's exit code."""
+    if session is None:
+        print("[axl-eval] Stopped: no --output, so nothing was written.", file=sys.stderr)
+        return stop.exit_code
+    output = Path(args.output)
+
+    def write(results: list[dict[str, Any]]) -> None:
+        write_results(output, results, as_list=as_list or len(results) != 1, what="rescored results")
+
+    try:
+        written = session.write_settled(write)
+    except AxlError as err:
+        print(f"[axl-eval] Stopped, and could not write the rescored items: {err}", file=sys.stderr)
+        return stop.exit_code
+    if written:
+        print(
+            f"[axl-eval] Stopped: wrote the {written} item(s) rescored so far to {output} (metadata.recovered); "
+            f"{session.path} keeps them for --resume.",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"[axl-eval] Stopped before any item was rescored; {output} was left as it was.", file=sys.stderr
+        )
+    return stop.exit_code
+
+
 def _rescore_all(
     source_file: Any,
     scorers: list[Any],
     runtime: Any,
     args: argparse.Namespace,
     concurrency: int,
-    cancel: threading.Event,
-) -> list[dict[str, Any]]:
-    from axl_action.evals.rescore import execute_rescore
+    interrupt: Interrupt,
+    session: JournalSession | None,
+    out: list[dict[str, Any]],
+) -> None:
+    from axl_action.evals.journal import stamp_resumed
+    from axl_action.evals.rescore import execute_rescore, rescore_facts
 
-    out: list[dict[str, Any]] = []
-    for source in source_file.results:
-        if cancel.is_set():
+    for number, source in enumerate(source_file.results):
+        if interrupt.event.is_set():
             break
+        wire = source.to_wire()
         result_id = str(uuid.uuid4())
+        started = None
+        if session is not None:
+            label = f"rescore {source_file.path}" + (f" [{number}]" if source_file.is_list else "")
+            started = session.start(
+                label,
+                label,
+                rescore_facts(wire, scorers, result_id=result_id, budget=args.budget),
+                source_id=str(wire.get("id")),
+                rescore_head=functools.partial(_head_of, wire, scorers),
+            )
+            result_id = started.facts.result_id
+        resumed = started.resumed if started is not None else None
         sink = None
         records = None
         if args.capture_requests:
             sink = sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
             records = source_records(Path(source_file.path), source, only_referenced=source_file.is_list)
-        out.append(
-            execute_rescore(
-                source,
+        try:
+            result = execute_rescore(
+                wire,
                 scorers,
                 runtime,
                 concurrency=concurrency,
-                cancel_event=cancel,
+                cancel_event=interrupt.event,
+                abort_event=interrupt.abort,
                 budget=args.budget,
                 capture=sink,
                 source_records=records,
                 result_id=result_id,
+                on_settled=started.on_settled if started is not None else None,
+                completed=resumed.completed if resumed is not None else None,
+                prior_accounting=resumed.prior_accounting if resumed is not None else (),
             )
-        )
-    return out
+        except Exception:
+            if session is not None:
+                session.incomplete = True
+            raise
+        stamp_resumed(result, resumed)
+        out.append(result)
+
+
+def _head_of(wire: dict[str, Any], scorers: list[Any], _result_id: str) -> dict[str, Any]:
+    from axl_action.evals.rescore import rescore_head
+
+    return rescore_head(wire, scorers, len(wire.get("items") or []))
 
 
 def source_records(results_path: Path, source: Any, *, only_referenced: bool) -> list[dict[str, Any]] | None:

@@ -1,9 +1,13 @@
 """``axl-eval <paths...> [flags]``: run eval files, print the results, write the results file.
 
 Exit codes: 0 all evals ran and passed their gates; 1 a file failed to load or run, a gate
-fired (budget stop, total wipeout, item error rate, degraded scorer), a bad flag, or no
-result; 130 / 143 the run was interrupted by SIGINT / SIGTERM (the partial results file is
-still written, atomically).
+fired (budget stop, total wipeout, item error rate, degraded scorer), a bad flag, a journal
+that cannot be resumed, or no result; 130 / 143 the run was interrupted by SIGINT / SIGTERM
+(the partial results file is still written, atomically, and the journal is kept for
+``--resume``).
+
+With ``--output FILE`` every settled item is also appended to ``FILE.journal.jsonl`` as it
+settles (``evals/journal.py``); ``--resume`` continues an interrupted run from it.
 """
 
 from __future__ import annotations
@@ -11,27 +15,29 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes
 from axl_action.cli.common import (
     ArgParser,
+    HardStop,
     Interrupt,
     budget_arg,
     env_int,
+    grace_seconds,
     make_runtime,
     positive_int,
-    pricing_notes,
     sidecar_sink,
     write_results,
 )
 from axl_action.errors import AxlError, UsageError
 
 if TYPE_CHECKING:
+    from axl_action.evals.journal import JournalSession
     from axl_action.schema import RunView
 
 SUMMARY = "Run eval files and write results (the default command)"
@@ -72,7 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("paths", nargs="*", help="eval files, directories or glob patterns")
-    parser.add_argument("--output", metavar="FILE", help="write the results JSON here (atomically)")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the results JSON here (atomically); settled items also go to <output>.journal.jsonl "
+        "as they settle, until the file is in place",
+    )
     parser.add_argument("--runs", type=positive_int, default=1, metavar="N", help="run each eval N times")
     parser.add_argument(
         "--concurrency",
@@ -95,17 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--shard", type=_shard, metavar="i/n", help="run only shard i of n (1-based) of each dataset"
     )
-    parser.add_argument(
-        "--capture-requests",
-        action="store_true",
-        help="write every provider request/response (secrets redacted) to <output>.requests.jsonl",
-    )
-    parser.add_argument(
-        "--redact-content",
-        action="store_true",
-        help="with --capture-requests: also replace prompt and completion text in the captured records",
-    )
+    add_capture_flags(parser, calls="provider")
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted run recorded in <output>.journal.jsonl: its settled items are "
+        "neither run nor paid for again (a fresh run when there is no journal)",
+    )
+    parser.add_argument(
+        "--grace-period",
+        metavar="S",
+        help="after the first SIGINT/SIGTERM, seconds the items in flight get to finish, scorers included, "
+        "before what has settled is written (default: $AXL_EVAL_GRACE_SECONDS, else 30)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables, only gate lines")
     return parser
 
@@ -144,10 +158,10 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     if not args.paths:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
-    if args.capture_requests and not args.output:
-        raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
-    if args.redact_content and not args.capture_requests:
-        raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
+    check_capture_flags(args)
+    if args.resume and not args.output:
+        raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
+    grace = grace_seconds(args.grace_period)
 
     from axl_action.evals.loader import expand_paths
 
@@ -156,32 +170,83 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"--scorers requires a single eval file (matched {len(files)}).")
 
     runtime = make_runtime(args.pricing)
-    interrupt = Interrupt()
+    session = _journal(args) if args.output else None
+    interrupt = Interrupt(grace=grace)
+    results: list[dict[str, Any]] = []
+    written = False
     interrupt.install()
     try:
-        results, failed = _run_files(files, args, runtime, interrupt.event)
+        try:
+            results, failed = _run_files(files, args, runtime, interrupt, session)
+            interrupt.settle()
+            if args.output and results:
+                write_results(Path(args.output), results, as_list=len(results) != 1)
+                written = True
+        except HardStop as stop:
+            return _hard_stop(stop, args, session)
+        finally:
+            if session is not None:
+                session.finish(complete=written and interrupt.signum is None and not session.incomplete)
     finally:
         interrupt.restore()
-    if args.output and results:
-        write_results(Path(args.output), results, as_list=len(results) != 1)
-    elif results:
+    if results and not args.output:
         print("[axl-eval] NOTE: results were not saved; pass --output FILE to keep them.", file=sys.stderr)
-    for line in pricing_notes(runtime.pricing):
-        print(line, file=sys.stderr)
-    if interrupt.signum is not None:
-        print(
-            f"[axl-eval] Interrupted: wrote the results completed so far ({len(results)} result(s)).",
-            file=sys.stderr,
-        )
-        return interrupt.exit_code
+    interrupted = closing_notes(runtime, interrupt, written=len(results), what="completed")
+    if interrupted is not None:
+        return interrupted
     return 1 if failed or not results else 0
 
 
+def _journal(args: argparse.Namespace) -> JournalSession:
+    from axl_action.evals.journal import JournalSession, flags_of
+
+    flags = flags_of(
+        shard=args.shard,
+        runs=args.runs,
+        scorers=args.scorers,
+        budget=args.budget,
+        pricing=args.pricing,
+        max_item_error_rate=args.max_item_error_rate,
+    )
+    return JournalSession(Path(args.output), command="run", flags=flags, resume=args.resume)
+
+
+def _hard_stop(stop: HardStop, args: argparse.Namespace, session: JournalSession | None) -> int:
+    """Write what has settled (from the journal) and return the signal's exit code."""
+    if session is None:
+        print("[axl-eval] Stopped: no --output, so nothing was written.", file=sys.stderr)
+        return stop.exit_code
+    output = Path(args.output)
+
+    def write(results: list[dict[str, Any]]) -> None:
+        write_results(output, results, as_list=len(results) != 1)
+
+    try:
+        written = session.write_settled(write)
+    except AxlError as err:
+        print(f"[axl-eval] Stopped, and could not write the settled items: {err}", file=sys.stderr)
+        return stop.exit_code
+    if written:
+        print(
+            f"[axl-eval] Stopped: wrote the {written} item(s) settled so far to {output} (metadata.recovered); "
+            f"{session.path} keeps them for --resume.",
+            file=sys.stderr,
+        )
+    else:
+        print(f"[axl-eval] Stopped before any item settled; {output} was left as it was.", file=sys.stderr)
+    return stop.exit_code
+
+
 def _run_files(
-    files: Sequence[Path], args: argparse.Namespace, runtime: Any, cancel: threading.Event
+    files: Sequence[Path],
+    args: argparse.Namespace,
+    runtime: Any,
+    interrupt: Interrupt,
+    session: JournalSession | None,
 ) -> tuple[list[dict[str, Any]], bool]:
     from axl_action.evals.loader import load_eval_file
 
+    cancel = interrupt.event
     results: list[dict[str, Any]] = []
     failed = False
     for path in files:
@@ -196,22 +261,35 @@ def _run_files(
         for loaded in evals:
             if cancel.is_set():
                 break
-            produced, file_failed = _run_one(loaded, args, runtime, cancel)
+            produced, file_failed = _run_one(loaded, args, runtime, interrupt, session)
             results.extend(produced)
             failed = failed or file_failed
     return results, failed
 
 
 def _run_one(
-    loaded: Any, args: argparse.Namespace, runtime: Any, cancel: threading.Event
+    loaded: Any,
+    args: argparse.Namespace,
+    runtime: Any,
+    interrupt: Interrupt,
+    session: JournalSession | None,
 ) -> tuple[list[dict[str, Any]], bool]:
     from axl_action.evals import console
+    from axl_action.evals.journal import stamp_resumed
     from axl_action.evals.multirun import aggregate_runs
     from axl_action.evals.progress import Progress
-    from axl_action.evals.runner import RunRecord, apply_scorer_filter, execute_run, stamp_scorer_filter
+    from axl_action.evals.runner import (
+        RunRecord,
+        apply_scorer_filter,
+        execute_run,
+        plan_run,
+        stamp_scorer_filter,
+    )
+    from axl_action.schema.journal import RunGroup
 
     label: str = loaded.label
     definition = loaded.definition
+    cancel = interrupt.event
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or definition.concurrency
     overrides: dict[str, Any] = {"concurrency": concurrency}
     if args.budget is not None:
@@ -220,9 +298,22 @@ def _run_one(
         overrides["fail_on_item_error_rate"] = args.max_item_error_rate
     definition = replace(definition, **overrides)
     definition = apply_scorer_filter(definition, args.scorers)
+    group_id = (session.group_id(label, args.runs) if session is not None else None) or str(uuid.uuid4())
 
-    def once(run_label: str) -> RunRecord:
-        result_id = str(uuid.uuid4())
+    def once(run_label: str, run_index: int) -> RunRecord:
+        plan = plan_run(definition, shard=args.shard)
+        started = None
+        if session is not None:
+            batch = args.runs > 1
+            started = session.start(
+                f"{label} run {run_index + 1}/{args.runs}" if batch else label,
+                label,
+                plan.facts,
+                group=RunGroup(group_id=group_id, index=run_index, count=args.runs) if batch else None,
+            )
+            plan = replace(plan, facts=started.facts)
+        resumed = started.resumed if started is not None else None
+        result_id = plan.facts.result_id
         sink = (
             sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
             if args.capture_requests
@@ -234,25 +325,30 @@ def _run_one(
             runtime,
             on_progress=progress,
             cancel_event=cancel,
+            abort_event=interrupt.abort,
             capture=sink,
-            shard=args.shard,
-            result_id=result_id,
+            plan=plan,
+            on_settled=started.on_settled if started is not None else None,
+            completed=resumed.completed if resumed is not None else None,
+            prior_accounting=resumed.prior_accounting if resumed is not None else (),
         )
+        stamp_resumed(record.wire, resumed)
         if args.scorers:
             stamp_scorer_filter(record.wire, definition)
         return record
 
     if args.runs == 1:
         try:
-            record = once(label)
+            record = once(label, 0)
         except Exception as err:
             print(f"Error running eval {label}: {_describe(err)}", file=sys.stderr)
+            if session is not None:
+                session.incomplete = True
             return [], True
         if not args.quiet:
             print("\n" + console.format_table(record.view) + "\n")
         return [record.wire], _report(record.view, label)
 
-    group = str(uuid.uuid4())
     completed: list[dict[str, Any]] = []
     views: list[RunView] = []
     failure: str | None = None
@@ -261,12 +357,14 @@ def _run_one(
             break
         print(f"[axl-eval] Run {r}/{args.runs}...", file=sys.stderr)
         try:
-            record = once(f"{label} run {r}/{args.runs}")
+            record = once(f"{label} run {r}/{args.runs}", r - 1)
         except Exception as err:
             failure = _describe(err)
             print(f"[axl-eval] Run {r}/{args.runs} failed: {failure}", file=sys.stderr)
+            if session is not None:
+                session.incomplete = True
             break
-        record.wire["metadata"]["runGroupId"] = group
+        record.wire["metadata"]["runGroupId"] = group_id
         record.wire["metadata"]["runIndex"] = r - 1
         completed.append(record.wire)
         views.append(record.view)

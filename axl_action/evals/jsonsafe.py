@@ -5,7 +5,7 @@ dataclass must not crash the write at the very end of a long run. Conversions: p
 models and dataclasses -> their fields; dates -> ISO text; sets -> sorted lists; tuples ->
 lists; non-string dict keys -> text; NaN and infinities -> ``null`` (what JSON.stringify
 writes); bytes -> UTF-8 text (replacement characters for invalid bytes); anything else ->
-``str(value)``.
+``str(value)`` (``repr``, or ``"[unserializable value]"``, when that raises).
 """
 
 from __future__ import annotations
@@ -73,7 +73,23 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
         try:
             return json_safe(dump(mode="json"), depth)
         except Exception:
-            return str(value)
+            return _text(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return json_safe(dataclasses.asdict(value), depth)
-    return str(value)
+    return _text(value)
+
+
+UNSERIALIZABLE = "[unserializable value]"
+"""Stored for a value with no JSON form whose ``str()`` and ``repr()`` both raise."""
+
+
+def _text(value: Any) -> str:
+    """``str(value)``; a value whose ``__str__`` raises must not lose the run at its end."""
+    try:
+        return str(value)
+    except Exception:
+        pass
+    try:
+        return repr(value)
+    except Exception:
+        return UNSERIALIZABLE

@@ -32,7 +32,9 @@ def run_pool(count: int, concurrency: Any, task: Callable[[int], None], *, name:
 
     Each worker runs in its own copy of the calling context (so accounting scopes opened by
     ``task`` nest under the caller's). Exceptions from ``task`` propagate after all workers
-    stopped; ``task`` is expected to handle its own errors.
+    stopped; ``task`` is expected to handle its own errors. A ``BaseException`` that is not an
+    ``Exception`` (a hard stop, ``KeyboardInterrupt``) raised in the waiting thread propagates at
+    once, leaving the workers running.
     """
     workers = pool_size(concurrency, count)
     if workers == 0:
@@ -52,7 +54,17 @@ def run_pool(count: int, concurrency: Any, task: Callable[[int], None], *, name:
                 return
             task(index)
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name) as executor:
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+    try:
         futures = [executor.submit(contextvars.copy_context().run, worker) for _ in range(workers)]
         for future in futures:
             future.result()
+    except Exception:
+        executor.shutdown(wait=True)
+        raise
+    except BaseException:
+        # A hard stop (or KeyboardInterrupt) in the waiting thread: leave the workers to it.
+        # They may be stuck in a workflow; the caller exits the process without them.
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    executor.shutdown(wait=True)

@@ -26,10 +26,11 @@ from axl_action.evals.common import empty_accounting_wire, iso_now, tracker_for
 from axl_action.evals.pool import run_pool
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
-from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
+from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item, usable_cost
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import CaptureSink, TrackResult
+from axl_action.schema.journal import RunFacts
 from axl_action.schema.view import build_summary, item_columns
 
 if TYPE_CHECKING:
@@ -90,12 +91,22 @@ def execute_rescore(
     concurrency: int = DEFAULT_CONCURRENCY,
     scorer_concurrency: int = DEFAULT_CONCURRENCY,
     cancel_event: threading.Event | None = None,
+    abort_event: threading.Event | None = None,
     budget: str | None = None,
     capture: CaptureSink | None = None,
     source_records: Iterable[Mapping[str, Any]] | None = None,
     result_id: str | None = None,
+    on_settled: Callable[[int, dict[str, Any]], None] | None = None,
+    completed: Mapping[int, dict[str, Any]] | None = None,
+    prior_accounting: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """:func:`rescore` returning ordered wire data (``result_id`` fixes the new id)."""
+    """:func:`rescore` returning ordered wire data (``result_id`` fixes the new id).
+
+    ``cancel_event`` stops admitting items (in-flight ones finish, scorers included);
+    ``abort_event`` also cancels their scorers (without one, ``cancel_event`` does both). The
+    journal hooks ``on_settled``, ``completed`` and ``prior_accounting`` work as in
+    :func:`~axl_action.evals.runner.execute_run`.
+    """
     started = time.perf_counter()
     result_id = result_id or str(uuid.uuid4())
     admission = AdmissionController(parse_budget(budget)) if budget is not None else None
@@ -110,7 +121,7 @@ def execute_rescore(
         runtime=runtime,
         scorers=scorers,
         instrumented=instrumented,
-        cancel_event=cancel,
+        cancel_event=abort_event or cancel,
         admission=admission,
         scorer_concurrency=scorer_concurrency,
         track_scope=tracker,
@@ -119,14 +130,25 @@ def execute_rescore(
     refs = RefCollector(capture) if capture is not None else None
     source_items: list[Mapping[str, Any]] = list(source.get("items") or [])
     rescored: list[dict[str, Any] | None] = [None] * len(source_items)
+    restored = completed or {}
+    if admission is not None and prior_accounting:
+        admission.charge(sum(_known_cost(a) for a in prior_accounting))
+    for index, item in restored.items():
+        rescored[index] = item
+    todo = [i for i in range(len(source_items)) if i not in restored]
 
-    def process(index: int) -> None:
-        rescored[index] = _rescore_item(
-            index, source_items[index], scorers, env, tracker, carry_refs=captured.carried
-        )
+    def process(k: int) -> None:
+        index = todo[k]
+        if cancel.is_set():
+            rescored[index] = _cancelled(source_items[index])
+            return
+        item = _rescore_item(index, source_items[index], scorers, env, tracker, carry_refs=captured.carried)
+        if on_settled is not None:
+            on_settled(index, item)
+        rescored[index] = item
 
     run_scope = tracker(
-        lambda: run_pool(len(source_items), concurrency, process, name="axl-eval-rescore"),
+        lambda: run_pool(len(todo), concurrency, process, name="axl-eval-rescore"),
         purpose="judging",
         admission=admission,
         capture=refs,
@@ -138,30 +160,119 @@ def execute_rescore(
     items = [item for item in rescored if item is not None]
 
     accounting: dict[str, Any] = dict(run_scope.accounting)
-    accounting["scope"] = "rescore"
-    accounting["source"] = {"runId": source.get("id"), "generation": _generation(source)}
+    if prior_accounting:
+        from axl_action.evals.runner import fold_accounting
+
+        accounting = fold_accounting([accounting, *prior_accounting])
     if admission is not None:
         accounting["budget"] = admission.snapshot()
+    if refs is not None:
+        refs.attach(items)
+    diagnostics = finish_capture(captured)
+    return assemble_rescore(
+        result_id,
+        rescore_head(source, scorers, len(items)),
+        {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers},
+        items,
+        accounting,
+        diagnostics=diagnostics,
+        duration=elapsed_ms(started),
+    )
 
+
+def rescore_facts(
+    source: Mapping[str, Any], scorers: Sequence[Scorer], *, result_id: str, budget: str | None
+) -> RunFacts:
+    """What the journal records of a rescore before its first item: the new result's id, the
+    scorers' identity, the item count and the budget."""
+    from axl_action.evals.runner import scorer_identity
+
+    types: dict[str, Any] = {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers}
+    dataset = source.get("dataset")
+    return RunFacts(
+        result_id=result_id,
+        dataset=dataset if isinstance(dataset, str) else "",
+        workflow="",
+        scorer_types=types,
+        fingerprint=scorer_identity(scorers, types),
+        items=len(source.get("items") or []),
+        item_error_limit=1.0,
+        budget=budget,
+    )
+
+
+def rescore_head(source: Mapping[str, Any], scorers: Sequence[Scorer], count: int) -> dict[str, Any]:
+    """The parts of a rescore's result fixed before any item is rescored (the journal keeps
+    them): ``dataset``, ``metadata``, ``accounting.source`` and the source's timing."""
+    source_summary = source.get("summary")
+    if not isinstance(source_summary, Mapping):
+        source_summary = {}
+    return {
+        "dataset": source.get("dataset"),
+        "metadata": _metadata(source, scorers, count),
+        "source": {"runId": source.get("id"), "generation": _generation(source)},
+        "timing": source_summary.get("timing") or None,
+        "modelTiming": copy.deepcopy(source_summary.get("modelTiming")) or None,
+    }
+
+
+def assemble_rescore(
+    result_id: str,
+    head: Mapping[str, Any],
+    scorer_types: Mapping[str, str],
+    items: list[dict[str, Any]],
+    accounting: dict[str, Any],
+    *,
+    diagnostics: dict[str, Any] | None = None,
+    duration: int | float = 0,
+) -> dict[str, Any]:
+    """A rescore's result from its head (:func:`rescore_head`), items and accounting (the
+    rescore and ``axl-eval recover`` both build it here)."""
+    budget = accounting.pop("budget", None)
+    accounting.pop("scope", None)
+    accounting["scope"] = "rescore"
+    accounting["source"] = head.get("source")
+    if budget is not None:
+        accounting["budget"] = budget
     out: dict[str, Any] = {
         "id": result_id,
-        "dataset": source.get("dataset"),
-        "metadata": _metadata(source, scorers, len(items)),
+        "dataset": head.get("dataset"),
+        "metadata": copy.deepcopy(dict(head.get("metadata") or {})),
         "timestamp": iso_now(),
         "totalCost": accounting["knownCost"],
     }
     if accounting["completeness"] != "complete":
         out["unpriced"] = True
     out["accounting"] = accounting
-    if refs is not None:
-        refs.attach(items)
-    diagnostics = finish_capture(captured)
     if diagnostics is not None:
         out["diagnostics"] = diagnostics
-    out["duration"] = elapsed_ms(started)
+    out["duration"] = duration
     out["items"] = items
-    out["summary"] = _summary(source, items, scorers)
+    # count, failures, coverage, scorers and the source's timing (no gates: spec §17). No
+    # generation ran, so the source's wall-clock and provider latency are still the only
+    # measurements of these outputs; modelTiming cannot be rebuilt from item sums.
+    types = dict(scorer_types)
+    out["summary"] = build_summary(
+        item_columns(items, list(types)),
+        types,
+        timing=head.get("timing") or None,
+        model_timing=head.get("modelTiming") or None,
+    )
     return out
+
+
+def _known_cost(record: Mapping[str, Any]) -> float:
+    value: Any = record.get("knownCost")
+    return float(value) if usable_cost(value) else 0.0
+
+
+def _cancelled(original: Mapping[str, Any]) -> dict[str, Any]:
+    # Lower-case "cancelled" and no cost views: the reference's exact shape for this rule.
+    item = _head(original)
+    item.update(
+        {"error": "cancelled", "outcome": "cancelled", "accounting": empty_accounting_wire(), "scores": {}}
+    )
+    return item
 
 
 def _source_wire(result: EvalResult | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -270,21 +381,3 @@ def _metadata(source: Mapping[str, Any], scorers: Sequence[Scorer], count: int) 
         metadata["workflows"] = [workflow]
         metadata["workflowCounts"] = {workflow: count}
     return metadata
-
-
-def _summary(
-    source: Mapping[str, Any], items: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer]
-) -> dict[str, Any]:
-    """count, failures, coverage, scorers, and the source's timing (no gates: spec §17)."""
-    types = {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers}
-    # No generation ran, so the source's wall-clock and provider latency are still the only
-    # measurements of these outputs; modelTiming cannot be rebuilt from item sums.
-    source_summary = source.get("summary")
-    if not isinstance(source_summary, Mapping):
-        source_summary = {}
-    return build_summary(
-        item_columns(items, list(types)),
-        types,
-        timing=source_summary.get("timing") or None,
-        model_timing=copy.deepcopy(source_summary.get("modelTiming")) or None,
-    )

@@ -44,7 +44,7 @@ from axl_action.evals.scoring import (
     usable_cost,
 )
 from axl_action.evals.summary import build_metadata_rollups, model_timing
-from axl_action.redaction import redact_deep
+from axl_action.redaction import redact, redact_deep
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import (
@@ -53,7 +53,9 @@ from axl_action.runtime.scope import (
     is_abort,
     is_admission_denial,
 )
+from axl_action.schema.accounting import Accounting, aggregate_accounting
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
+from axl_action.schema.journal import RunFacts, ShardFacts
 from axl_action.schema.view import RunView, build_summary, item_columns, wire_view
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
@@ -109,45 +111,29 @@ def execute_eval(definition: EvalDefinition, runtime: Any = None, **options: Any
     return execute_run(definition, runtime, **options).wire
 
 
-def execute_run(
-    definition: EvalDefinition,
-    runtime: Any = None,
-    *,
-    execute_workflow: Callable[[Any, Any], Any] | None = None,
-    concurrency: int | None = None,
-    on_progress: ProgressCallback | None = None,
-    cancel_event: threading.Event | None = None,
-    capture: CaptureSink | None = None,
-    shard: tuple[int, int] | None = None,
-    result_id: str | None = None,
-) -> RunRecord:
-    """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`)."""
-    with old_objects_frozen():
-        return _execute_run(
-            definition,
-            runtime,
-            execute_workflow=execute_workflow,
-            concurrency=concurrency,
-            on_progress=on_progress,
-            cancel_event=cancel_event,
-            capture=capture,
-            shard=shard,
-            result_id=result_id,
-        )
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run will do, fixed before its first item: the facts of its result and its items.
+
+    :func:`plan_run` builds one; a caller that needs the facts first (the journal checks them
+    against the one it resumes) passes it on to :func:`execute_run`, which then computes none
+    of it again.
+    """
+
+    facts: RunFacts
+    """Every part of the result that does not come from the items (journalled as is)."""
+    items: Sequence[Mapping[str, Any]]
+    """The dataset items this run processes, in result order (after sharding)."""
 
 
-def _execute_run(
-    definition: EvalDefinition,
-    runtime: Any,
-    *,
-    execute_workflow: Callable[[Any, Any], Any] | None,
-    concurrency: int | None,
-    on_progress: ProgressCallback | None,
-    cancel_event: threading.Event | None,
-    capture: CaptureSink | None,
-    shard: tuple[int, int] | None,
-    result_id: str | None,
-) -> RunRecord:
+def plan_run(
+    definition: EvalDefinition, *, shard: tuple[int, int] | None = None, result_id: str | None = None
+) -> RunPlan:
+    """Load the dataset, choose the shard, and fix the result's facts (fingerprints included).
+
+    Raises for what would make the run fail before its first item: an invalid item error-rate
+    limit or budget, a missing workflow, a bad shard.
+    """
     limit = definition.fail_on_item_error_rate
     if limit is None:
         limit = DEFAULT_ITEM_ERROR_RATE_LIMIT
@@ -156,9 +142,73 @@ def _execute_run(
             f"invalid fail_on_item_error_rate {limit!r}: expected a number in [0, 1]",
             hint="1 disables the item error-rate gate",
         )
-    admission = (
-        AdmissionController(parse_budget(definition.budget)) if definition.budget is not None else None
+    if definition.budget is not None:
+        parse_budget(definition.budget)
+    dataset_items = definition.dataset.get_items()
+    chosen = shard_indices(len(dataset_items), shard)
+    scorer_types: dict[str, Any] = {
+        s.name: ("llm" if s.is_llm else "deterministic") for s in definition.scorers
+    }
+    facts = RunFacts(
+        result_id=result_id or str(uuid.uuid4()),
+        dataset=definition.dataset.name,
+        workflow=definition.workflow,
+        metadata=redact_deep(json_safe(dict(definition.metadata))),
+        scorer_types=scorer_types,
+        dropped_annotation_keys=list(getattr(definition.dataset, "dropped_annotation_keys", None) or []),
+        fingerprint=_fingerprint(dataset_items, definition.scorers, scorer_types),
+        shard=(
+            ShardFacts(index=shard[0], count=shard[1], dataset_items=len(dataset_items))
+            if shard is not None
+            else None
+        ),
+        items=len(chosen),
+        item_error_limit=float(limit),
+        scorer_error_limit=_scorer_limit(definition.fail_on_scorer_error_rate),
+        budget=definition.budget,
     )
+    return RunPlan(facts=facts, items=[dataset_items[i] for i in chosen])
+
+
+@old_objects_frozen()
+def execute_run(
+    definition: EvalDefinition,
+    runtime: Any = None,
+    *,
+    execute_workflow: Callable[[Any, Any], Any] | None = None,
+    concurrency: int | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel_event: threading.Event | None = None,
+    abort_event: threading.Event | None = None,
+    capture: CaptureSink | None = None,
+    shard: tuple[int, int] | None = None,
+    result_id: str | None = None,
+    plan: RunPlan | None = None,
+    on_settled: Callable[[int, dict[str, Any]], None] | None = None,
+    completed: Mapping[int, dict[str, Any]] | None = None,
+    prior_accounting: Sequence[Mapping[str, Any]] = (),
+) -> RunRecord:
+    """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`).
+
+    Cancellation has two stages. ``cancel_event`` stops *admitting* items: items not started
+    when it is set become ``cancelled`` stubs, items in flight finish. ``abort_event`` also
+    cancels the scorers of items in flight (not-yet-started scorers become ``cancelled``, and
+    LLM judges see it as their abort signal); without one, ``cancel_event`` does both.
+
+    The journal's interface: ``plan`` (from :func:`plan_run`) fixes the result's facts and
+    items; ``on_settled(index, item)`` hears every item once it is final, on the worker that
+    ran it, before the worker takes another; ``completed`` holds items settled by an earlier
+    attempt (by index), which are neither run nor charged again; ``prior_accounting`` holds
+    the accounting records of every item an earlier attempt settled (``completed`` ones and
+    interrupted ones run again now): their known spend is charged to the budget before the
+    first item is admitted and folded into the run's accounting.
+    """
+    started = time.perf_counter()
+    if plan is None:
+        plan = plan_run(definition, shard=shard, result_id=result_id)
+    facts = plan.facts
+    budget = facts.budget
+    admission = AdmissionController(parse_budget(budget)) if budget is not None else None
     workflow = execute_workflow or definition.execute_workflow
     if workflow is None:
         raise AxlError(
@@ -168,18 +218,14 @@ def _execute_run(
     runtime = runtime if runtime is not None else Runtime()
     instrumented, tracker = tracker_for(runtime)
     cancel = cancel_event or threading.Event()
-    result_id = result_id or str(uuid.uuid4())
-    started = time.perf_counter()
 
-    dataset_items = definition.dataset.get_items()
-    chosen = shard_indices(len(dataset_items), shard)
-    items_in = [dataset_items[i] for i in chosen]
+    items_in = plan.items
     scorers = list(definition.scorers)
     env = ScoringEnv(
         runtime=runtime,
         scorers=scorers,
         instrumented=instrumented,
-        cancel_event=cancel,
+        cancel_event=abort_event or cancel,
         admission=admission,
         scorer_concurrency=definition.scorer_concurrency,
         track_scope=tracker,
@@ -188,17 +234,38 @@ def _execute_run(
     state = _RunState(total=len(items_in), on_progress=on_progress)
     refs = RefCollector(capture) if capture is not None else None
     results: list[dict[str, Any] | None] = [None] * len(items_in)
+    restored = completed or {}
+    if admission is not None and prior_accounting:
+        admission.charge(sum(_known_cost(a) for a in prior_accounting))
+    for index, item in restored.items():
+        results[index] = item
+        state.item_done(index, item.get("outcome"))
+    pending = [i for i in range(len(items_in)) if i not in restored] if restored else None
 
     def process(index: int) -> None:
-        item = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
+        if cancel.is_set():
+            item = _cancelled_stub(items_in[index])
+        else:
+            item = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
+            if on_settled is not None:
+                on_settled(index, item)
         results[index] = item
         state.item_done(index, item.get("outcome"))
 
+    task: Callable[[int], None] = process
+    count = len(items_in)
+    if pending is not None:
+        todo = pending
+        count = len(todo)
+
+        def task(k: int) -> None:
+            process(todo[k])
+
     run_scope = tracker(
         lambda: run_pool(
-            len(items_in),
+            count,
             concurrency if concurrency is not None else definition.concurrency,
-            process,
+            task,
         ),
         admission=admission,
         capture=refs,
@@ -209,40 +276,72 @@ def _execute_run(
     items = [r for r in results if r is not None]
 
     accounting: dict[str, Any] = dict(run_scope.accounting)
+    if prior_accounting:
+        accounting = fold_accounting([accounting, *prior_accounting])
     accounting["scope"] = "run"
     if admission is not None:
         accounting["budget"] = admission.snapshot()
+    # Only a run that made measured calls was priced (and then the table is already loaded).
+    priced = instrumented and accounting["operations"]["total"] > 0
+    diagnostics = None
+    if refs is not None:
+        refs.attach(items)
+        diagnostics = capture_manifest(capture)
+    record = assemble_run(
+        facts,
+        items,
+        accounting,
+        model_timing=model_timing(state.samples),
+        pricing_version=_pricing_version(runtime) if priced else None,
+        diagnostics=diagnostics,
+        duration=elapsed_ms(started),
+    )
+    if on_progress is not None:
+        on_progress(
+            {"type": "run_done", "totalItems": len(items), "failures": record.wire["summary"]["failures"]}
+        )
+    return record
+
+
+def assemble_run(
+    facts: RunFacts,
+    items: list[dict[str, Any]],
+    accounting: dict[str, Any],
+    *,
+    model_timing: Mapping[str, Any] | None = None,
+    pricing_version: str | None = None,
+    diagnostics: dict[str, Any] | None = None,
+    duration: int | float = 0,
+) -> RunRecord:
+    """A run's result from its facts, its items and its run-level accounting (``scope``,
+    ``budget`` already set): the metadata roll-ups, ``callerReported``, the summary and the
+    gates are computed here. The runner and ``axl-eval recover`` both build results with it."""
     caller = _caller_totals(items)
     if caller is not None:
         accounting["callerReported"] = caller
-
-    scorer_types = {s.name: ("llm" if s.is_llm else "deterministic") for s in scorers}
-    metadata: dict[str, Any] = json_safe(dict(definition.metadata))
-    metadata["scorerTypes"] = scorer_types
-    metadata.update(build_metadata_rollups(items, definition.workflow))
-    dropped = list(getattr(definition.dataset, "dropped_annotation_keys", None) or [])
-    if dropped:
-        metadata["droppedAnnotationKeys"] = dropped
-    metadata["fingerprint"] = _fingerprint(dataset_items, scorers, scorer_types)
-    # Only a run that made measured calls was priced (and then the table is already loaded).
-    priced = instrumented and accounting["operations"]["total"] > 0
-    pricing_version = _pricing_version(runtime) if priced else None
+    metadata: dict[str, Any] = dict(facts.metadata)
+    metadata["scorerTypes"] = dict(facts.scorer_types)
+    metadata.update(build_metadata_rollups(items, facts.workflow))
+    if facts.dropped_annotation_keys:
+        metadata["droppedAnnotationKeys"] = list(facts.dropped_annotation_keys)
+    metadata["fingerprint"] = dict(facts.fingerprint)
     if pricing_version:
         metadata["fingerprint"]["pricingVersion"] = pricing_version
-    if shard is not None:
-        metadata["shard"] = {"index": shard[0], "count": shard[1], "datasetItems": len(dataset_items)}
+    if facts.shard is not None:
+        metadata["shard"] = facts.shard.to_wire()
 
+    scorer_types = dict(facts.scorer_types)
     columns = item_columns(items, list(scorer_types))
     summary = build_summary(
         columns,
         scorer_types,
-        model_timing=model_timing(state.samples),
-        item_error_limit=float(limit),
-        scorer_error_limit=_scorer_limit(definition.fail_on_scorer_error_rate),
+        model_timing=model_timing,
+        item_error_limit=facts.item_error_limit,
+        scorer_error_limit=facts.scorer_error_limit,
     )
     result: dict[str, Any] = {
-        "id": result_id,
-        "dataset": definition.dataset.name,
+        "id": facts.result_id,
+        "dataset": facts.dataset,
         "metadata": metadata,
         "timestamp": iso_now(),
         "totalCost": accounting["knownCost"],
@@ -250,15 +349,22 @@ def _execute_run(
     if accounting["completeness"] != "complete":
         result["unpriced"] = True
     result["accounting"] = accounting
-    if refs is not None:
-        refs.attach(items)
-        result["diagnostics"] = capture_manifest(capture)
-    result["duration"] = elapsed_ms(started)
+    if diagnostics is not None:
+        result["diagnostics"] = diagnostics
+    result["duration"] = duration
     result["items"] = items
     result["summary"] = summary
-    if on_progress is not None:
-        on_progress({"type": "run_done", "totalItems": len(items), "failures": summary["failures"]})
     return RunRecord(wire=result, view=wire_view(result, columns))
+
+
+def fold_accounting(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several accounting records (wire) folded into one (runner spec §7.3), as wire data."""
+    return aggregate_accounting(Accounting.model_validate(r) for r in records).to_wire()
+
+
+def _known_cost(record: Mapping[str, Any]) -> float:
+    value: Any = record.get("knownCost")
+    return float(value) if usable_cost(value) else 0.0
 
 
 def _scorer_limit(value: Any) -> float | None:
@@ -276,28 +382,40 @@ def _fingerprint(
     out: dict[str, Any] = {}
     try:
         out["dataset"] = dataset_fingerprint((i["input"], i.get("annotations")) for i in dataset_items)
-    except (ValueError, TypeError, RecursionError) as err:
-        # A circular or otherwise unserializable input: the run is still written, and compare
-        # treats a missing dataset fingerprint as unknown (never as a change).
+    except Exception as err:
+        # A circular or otherwise unserializable input (or one whose str() raises): the run is
+        # still written, and compare treats a missing dataset fingerprint as unknown (never as
+        # a change).
         warn(
-            f"[axl-eval] WARNING: the dataset fingerprint is unavailable ({err}); "
+            f"[axl-eval] WARNING: the dataset fingerprint is unavailable ({_describe_error(err)}); "
             "compare cannot tell whether the dataset changed"
         )
-    out.update(
-        {
-            "datasetItems": len(dataset_items),
-            "scorers": scorer_fingerprint(scorer_types),
-            "scorerSet": dict(scorer_types),
-        }
-    )
+    out["datasetItems"] = len(dataset_items)
+    out.update(scorer_identity(scorers, scorer_types))
+    return out
+
+
+def scorer_identity(scorers: Sequence[Scorer], scorer_types: Mapping[str, str]) -> dict[str, Any]:
+    """The scorer half of ``metadata.fingerprint``: ``scorers``, ``scorerSet``, ``config``."""
+    out: dict[str, Any] = {"scorers": scorer_fingerprint(scorer_types), "scorerSet": dict(scorer_types)}
     judge_config = [
         [s.name, dict(s.config) if s.config else getattr(s, "model", None)]
         for s in scorers
         if s.is_llm or s.config
     ]
     if judge_config:
-        out["config"] = config_fingerprint(judge_config)
+        try:
+            out["config"] = config_fingerprint(judge_config)
+        except Exception as err:
+            warn(
+                f"[axl-eval] WARNING: the scorer configuration fingerprint is unavailable "
+                f"({_describe_error(err)}); compare cannot tell whether a judge changed"
+            )
     return out
+
+
+def _describe_error(err: BaseException) -> str:
+    return redact(str(err)) or type(err).__name__
 
 
 def _pricing_version(runtime: Any) -> str | None:
@@ -327,6 +445,10 @@ def _stub(raw: Mapping[str, Any], outcome: str, error: str) -> dict[str, Any]:
         }
     )
     return item
+
+
+def _cancelled_stub(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return _stub(raw, "cancelled", "Cancelled")
 
 
 def _process_item(

@@ -110,6 +110,26 @@ def dumps_js_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None =
     return _respell_numbers(raw)
 
 
+def dumps_line_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:
+    """Compact UTF-8 JSON of ``value`` for one line of a JSONL file (the run journal).
+
+    The same rules as :func:`dumps_js_bytes` except the number spelling: NaN/Infinity are
+    written as ``null`` and lone surrogates become U+FFFD (reported to ``on_replaced``), but
+    numbers keep pydantic-core's spelling (``1.0``): the line is read back by our own reader,
+    which gets the identical Python value, and the results file written from it respells them.
+    """
+    try:
+        return pydantic_core.to_json(value, inf_nan_mode="null")
+    except pydantic_core.PydanticSerializationError as err:
+        if "surrogates not allowed" not in str(err):
+            raise TypeError(str(err)) from None
+    found: list[str] = []
+    value = _lone_surrogates(value, "", found)
+    if on_replaced is not None:
+        on_replaced(found)
+    return pydantic_core.to_json(value, inf_nan_mode="null")
+
+
 # The C string encoder (ensure_ascii=False flavour): JSON.stringify escapes the same set.
 _encode_str = json.encoder.encode_basestring
 

@@ -284,3 +284,82 @@ def test_sigint_writes_the_partial_rescore(tmp_path: Path) -> None:
     assert len(outcomes) == 20 and "completed" in outcomes and "cancelled" in outcomes
     cancelled = [i for i in data["items"] if i.get("outcome") == "cancelled"]
     assert all(i["error"] == "cancelled" and "cost" not in i for i in cancelled)
+
+
+# Issue 13: a rescore journals every rescored item; a crash loses none of the judge calls made.
+COUNTING_EVAL = """\
+import os, signal, time
+from axl_action import dataset, define_eval, llm_scorer, scorer
+from axl_action.providers.mock import MockProvider
+from axl_action.providers.registry import register_provider
+
+register_provider("paid", MockProvider(cost=0.004, name="paid"))
+
+def counted(output, value):
+    with open(os.environ["CALLS"], "a") as fh:
+        fh.write(f"{value['id'] if isinstance(value, dict) else value}\\n")
+    if os.environ.get("CRASH_AFTER") and len(open(os.environ["CALLS"]).read().split()) > int(os.environ["CRASH_AFTER"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.002)
+    return 1.0
+
+eval = define_eval(
+    "counted",
+    dataset("unused", items=[{"input": 0}]),
+    [llm_scorer("judge", "paid:judge", "Grade the answer."), scorer("counted", counted)],
+    concurrency=1,
+    scorer_concurrency=1,
+)
+"""
+
+
+def test_sigkill_mid_rescore_then_resume_scores_no_item_twice(tmp_path: Path) -> None:
+    import collections
+
+    path = tmp_path / "counting_eval.py"
+    path.write_text(COUNTING_EVAL)
+    calls = tmp_path / "calls.log"
+    out = tmp_path / "rescored.json"
+    env = {k: v for k, v in os.environ.items() if k != "AXL_EVAL_CONCURRENCY"}
+    env["CALLS"] = str(calls)
+    argv = [
+        sys.executable, "-m", "axl_action.cli.main", "rescore", str(LEGACY / "math20-baseline.json"),
+        str(path), "--output", str(out), "--concurrency", "1",
+    ]  # fmt: skip
+    crashed = subprocess.run(
+        argv,
+        env={**env, "CRASH_AFTER": "8"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    journal = tmp_path / "rescored.json.journal.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert lines[0]["command"] == "rescore" and lines[0]["sourceId"] == "3c5d4d40-225e-45d8-b1b9-6fa7e80df986"
+    journaled = [line["index"] for line in lines[1:]]
+    assert len(journaled) == 8  # every item scored before the crash, none lost
+
+    resumed = subprocess.run(
+        [*argv, "--resume"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    scored = collections.Counter(calls.read_text().split())
+    assert sum(n > 1 for n in scored.values()) == 1  # only the item the crash cut short
+    data = json.loads(out.read_text())
+    assert data["metadata"]["rescored"] is True
+    assert data["metadata"]["resumed"] == {
+        "itemsFromJournal": 8,
+        "spendFromJournal": pytest.approx(8 * 0.004),
+    }
+    assert (
+        data["summary"]["coverage"]["items"]
+        == load_result_file(out).results[0].summary.coverage.items.to_wire()
+    )
+    assert data["accounting"]["scope"] == "rescore" and data["accounting"]["source"]["runId"]
+    # Every completed source item's judge was paid for exactly once: 8 before, the rest after.
+    completed = [i for i in data["items"] if i.get("outcome") == "completed"]
+    assert data["accounting"]["operations"]["total"] == len(completed)
+    assert not journal.exists()

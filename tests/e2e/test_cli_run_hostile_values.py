@@ -14,7 +14,7 @@ a["self"] = a
 eval = define_eval(
     "w",
     dataset("d", items=[{"input": a}, {"input": {"id": "b", "note": "x \\ud800"}}]),
-    [scorer("s", lambda o: 1.0)],
+    [scorer("s", lambda o: 1.0), scorer("range", lambda o: 2.0)],
     execute_workflow=lambda i, r: {"output": "x \\ud800 y"},
 )
 """
@@ -37,6 +37,10 @@ def test_circular_input_and_lone_surrogates_are_written_and_read_back(tmp_path: 
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["items"][0]["output"] == "x \ufffd y"
     assert "dataset" not in data["metadata"]["fingerprint"]
+    # Spec §4.2: a circular input is described as "[unserializable input]" in scorer errors.
+    assert data["items"][0]["scorerErrors"] == [
+        'Scorer "range" returned out-of-range score 2 for input [unserializable input]'
+    ]
     compare = subprocess.run(
         [sys.executable, "-m", "axl_action", "compare", str(out), str(out)],
         capture_output=True,

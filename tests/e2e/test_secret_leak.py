@@ -31,6 +31,11 @@ import os
 from axl_action import dataset, define_eval, scorer
 
 def execute_workflow(input, runtime):
+    if input["id"] == "crash":
+        # Let the journal's background flush write what settled, then die as an OOM kill does.
+        import signal, time
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGKILL)
     if input["id"] == "own-exception":
         # The user's own code quoting credentials in an exception.
         raise RuntimeError(
@@ -42,7 +47,8 @@ def execute_workflow(input, runtime):
 
 eval = define_eval(
     workflow="leak",
-    dataset=dataset("leak", items=[{"input": {"id": i}} for i in ("echo-ok", "echo-error", "own-exception")]),
+    dataset=dataset("leak", items=[{"input": {"id": i}} for i in ("echo-ok", "echo-error", "own-exception")
+                                   + (("crash",) if os.environ.get("LEAK_CRASH") else ())]),
     scorers=[scorer("nonempty", lambda output: float(bool(output)))],
 )
 """
@@ -138,6 +144,29 @@ def test_no_derived_form_of_a_planted_secret_reaches_any_output(tmp_path: Path) 
             ),
         ]
         assert len(server.requests) == 2  # both model calls really happened
+        # The same run killed after its items settled leaves its journal: scanned like the rest.
+        server.enqueue(
+            server.ok(echo, headers=headers),
+            Reply(400, {"error": {"message": echo, "type": "invalid_request_error"}}, headers),
+        )
+        crashed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "axl_action.cli.main",
+                "leak_eval.py",
+                "--output",
+                str(out / "crashed" / "results.json"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**env, "LEAK_CRASH": "1", "PYTHONPATH": str(ROOT)},
+            timeout=120,
+            check=False,
+        )
+        assert crashed.returncode == -9, crashed.stderr
+        runs.append(crashed)
     texts = {f"stdout/stderr of run {i}": p.stdout + p.stderr for i, p in enumerate(runs)}
     written = sorted(p for p in out.rglob("*") if p.is_file())
     assert {p.name for p in written} >= {
@@ -152,6 +181,8 @@ def test_no_derived_form_of_a_planted_secret_reaches_any_output(tmp_path: Path) 
     # The run did what the test intends: a success, a provider error, the workflow's exception.
     assert "[REDACTED]" in results and "invalid_request_error" in results and "workflow broke with" in results
     assert "[REDACTED]" in texts["out/results.requests.jsonl"]
+    journal = texts["out/crashed/results.json.journal.jsonl"]
+    assert journal.count('{"segment":') == 3 and "[REDACTED]" in journal and "workflow broke with" in journal
     leaks = [
         (where, name, needle)
         for where, text in texts.items()

@@ -7,6 +7,10 @@ request so tests can assert what was sent (and that the key went only in the rig
 Script replies with ``server.enqueue(reply, ...)``; when the script is empty the server answers
 with its flavor's default success reply. Reply builders: ``ok``, ``error``, ``rate_limited``,
 ``malformed``, ``no_usage``, ``reset``, ``slow``, ``truncated``, ``retry_info``.
+
+``answered`` lists the requests whose whole reply went out (what a provider bills);
+``hold_after(n)`` leaves every request after the n-th unanswered, as calls in flight are when
+their client dies, until ``drop_held()``.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ class FakeLLMServer:
         self.flavor = flavor
         self.default_delay = default_delay
         self.requests: list[RecordedRequest] = []
+        self.answered: list[RecordedRequest] = []
+        """Requests whose whole reply was written (what a real provider would bill)."""
+        self._hold_after: int | None = None
+        self._held = threading.Event()
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._counter = 0
@@ -130,6 +138,18 @@ class FakeLLMServer:
         return f"{root}/v1" if self.flavor == "openai" else root
 
     # --- scripting -----------------------------------------------------------------------
+
+    def hold_after(self, count: int | None) -> None:
+        """Answer only the first ``count`` requests to arrive; later ones wait, unanswered, until
+        :meth:`drop_held` (``None``: answer everything again)."""
+        with self._lock:
+            self._hold_after = count
+
+    def drop_held(self) -> None:
+        """Close the held requests without an answer (their client is gone), answer new ones."""
+        with self._lock:
+            self._hold_after = None
+        self._held.set()
 
     def enqueue(self, *replies: Reply) -> None:
         with self._lock:
@@ -298,6 +318,11 @@ class FakeLLMServer:
                 )
             )
             reply = self._script.popleft() if self._script else Reply(delay=self.default_delay)
+            hold = self._hold_after is not None and number > self._hold_after
+        if hold:
+            self._held.wait()
+            handler.close_connection = True
+            return
         if reply.delay:
             time.sleep(reply.delay)
         if reply.reset:
@@ -341,5 +366,10 @@ class FakeLLMServer:
                 handler.wfile.write(b"0\r\n\r\n")
             else:
                 handler.wfile.write(data)
+            handler.wfile.flush()
         except OSError:
             handler.close_connection = True  # the client gave up (timeout test)
+            return
+        if reply.truncate_after is None and not reply.reset:
+            with self._lock:
+                self.answered.append(self.requests[number - 1])

@@ -65,6 +65,25 @@ def _parse_outputs(text: str) -> dict[str, str]:
     return out
 
 
+@dataclass
+class RunningAction:
+    """The action started as a process."""
+
+    proc: subprocess.Popen[str]
+    output: Path
+    summary: Path
+
+    def finish(self, timeout: float = 120) -> ActionRun:
+        stdout, stderr = self.proc.communicate(timeout=timeout)
+        return ActionRun(
+            self.proc.returncode,
+            stdout,
+            stderr,
+            _parse_outputs(self.output.read_text(encoding="utf-8")),
+            self.summary.read_text(encoding="utf-8"),
+        )
+
+
 class Harness:
     """One fake repository with a history, and a way to run the action on events in it."""
 
@@ -152,7 +171,35 @@ class Harness:
         token: str | None = None,
         variant: str = "candidate",
         runner_temp: str | None = None,
+        attempt: int = 1,
     ) -> ActionRun:
+        started = self.start(
+            event_name,
+            run,
+            payload,
+            env,
+            inputs=inputs,
+            token=token,
+            variant=variant,
+            runner_temp=runner_temp,
+            attempt=attempt,
+        )
+        return started.finish(timeout=120)
+
+    def start(
+        self,
+        event_name: str,
+        run: FakeRun,
+        payload: dict[str, Any],
+        env: dict[str, str],
+        *,
+        inputs: dict[str, str] | None = None,
+        token: str | None = None,
+        variant: str = "candidate",
+        runner_temp: str | None = None,
+        attempt: int = 1,
+    ) -> RunningAction:
+        """Start the action as a process (to signal it, as a cancelled job is); ``finish`` it."""
         self.count += 1
         files = self.tmp / f"file_commands_{self.count}"
         files.mkdir()
@@ -182,7 +229,7 @@ class Harness:
             "GITHUB_REPOSITORY": self.repo.full_name,
             "GITHUB_REPOSITORY_ID": str(self.repo.id),
             "GITHUB_RUN_ID": str(run.id),
-            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_RUN_ATTEMPT": str(attempt),
             "GITHUB_API_URL": self.gh.api_url,
             "GITHUB_SERVER_URL": "https://github.com",
             "GITHUB_WORKFLOW_REF": f"{self.repo.full_name}/{run.workflow_path}@refs/heads/main",
@@ -193,25 +240,20 @@ class Harness:
             "ACTIONS_RUNTIME_TOKEN": self.gh.runtime_token(run),
             "ACTIONS_RESULTS_URL": self.gh.results_url,
             "QUICKSTART_VARIANT": variant,
+            # The tree under test, when it is not the installed one (a worktree, a checkout).
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
             **env,
             **{f"INPUT_{k.upper()}": v for k, v in all_inputs.items()},
         }
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "axl_action.action.entrypoint"],
             cwd=self.workspace,
             env=full_env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=120,
-            check=False,
         )
-        return ActionRun(
-            proc.returncode,
-            proc.stdout,
-            proc.stderr,
-            _parse_outputs(output.read_text(encoding="utf-8")),
-            summary.read_text(encoding="utf-8"),
-        )
+        return RunningAction(proc, output, summary)
 
     def artifacts(self, name: str, run: FakeRun | None = None) -> list[Any]:
         return [a for a in self.gh.artifacts.values() if a.name == name and (run is None or a.run is run)]

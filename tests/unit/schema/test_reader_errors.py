@@ -27,7 +27,11 @@ CASES = {
         lambda: FIXTURE.read_bytes().replace(b'"duration": ', b'"duration": -Infinity, "x": ', 1),
         "NaN",
     ),
-    "deep": (lambda: b'{"items": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nesting deeper than 200 levels"),
+    # Issue 13 finding 5: 200k levels made compare and report die with a RecursionError.
+    "deep": (
+        lambda: b'{"items": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+        "nesting deeper than 200 levels",
+    ),
     "latin1": (lambda: FIXTURE.read_bytes().replace(b'"tiny-3"', b'"tiny-\xe9"', 1), "not UTF-8 text"),
     "python": (lambda: b"from axl_action import define_eval\n", "not an eval file"),
     "accounting": (
@@ -51,11 +55,19 @@ def test_reader_refuses_with_one_clear_line(case: str, reader: Any, tmp_path: Pa
     assert expected in text
 
 
+@pytest.mark.parametrize("command", ["compare", "report"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_compare_exits_1_without_a_traceback(case: str, tmp_path: Path, capsys: Any) -> None:
+def test_compare_and_report_exit_1_without_a_traceback(
+    case: str, command: str, tmp_path: Path, capsys: Any
+) -> None:
     make, expected = CASES[case]
     bad = _variant(tmp_path, f"{case}.json", make())
-    code = main(["compare", str(FIXTURE), str(bad)])
+    argv = (
+        ["compare", str(FIXTURE), str(bad)]
+        if command == "compare"
+        else ["report", str(bad), "--html", str(tmp_path / "r.html")]
+    )
+    code = main(argv)
     err = capsys.readouterr().err
     assert code == 1
     assert "Traceback" not in err
