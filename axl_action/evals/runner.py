@@ -294,7 +294,7 @@ def execute_run(
         model_timing=model_timing(state.samples),
         pricing_version=_pricing_version(runtime) if priced else None,
         diagnostics=diagnostics,
-        duration=elapsed_ms(started),
+        started=started,
     )
     if on_progress is not None:
         on_progress(
@@ -312,10 +312,15 @@ def assemble_run(
     pricing_version: str | None = None,
     diagnostics: dict[str, Any] | None = None,
     duration: int | float = 0,
+    started: float | None = None,
 ) -> RunRecord:
     """A run's result from its facts, its items and its run-level accounting (``scope``,
     ``budget`` already set): the metadata roll-ups, ``callerReported``, the summary and the
-    gates are computed here. The runner and ``axl-eval recover`` both build results with it."""
+    gates are computed here. The runner and ``axl-eval recover`` both build results with it.
+
+    ``started`` (a ``time.perf_counter`` reading): the run's ``duration`` is measured from it
+    once the summary is built, as the reference measures it (the whole run, summary
+    included); otherwise ``duration`` is taken as given (a recovered run's)."""
     caller = _caller_totals(items)
     if caller is not None:
         accounting["callerReported"] = caller
@@ -351,7 +356,7 @@ def assemble_run(
     result["accounting"] = accounting
     if diagnostics is not None:
         result["diagnostics"] = diagnostics
-    result["duration"] = duration
+    result["duration"] = elapsed_ms(started) if started is not None else duration
     result["items"] = items
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
