@@ -30,7 +30,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from axl_action.errors import ResultFileError
+from axl_action.errors import ResultFileError, validation_problem
 from axl_action.schema.accounting import KNOWN_ACCOUNTING_VERSIONS
 from axl_action.schema.base import WIRE
 from axl_action.schema.jsonio import dumps_js_bytes
@@ -52,23 +52,9 @@ class ResultFile:
     """True when the file holds a JSON array (multi-run or several evals)."""
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def _explain(err: ValidationError, source: str, prefix: str) -> ResultFileError:
-    first = err.errors()[0]
-    loc = _where([*([prefix] if prefix else []), *first["loc"]])
-    more = err.error_count() - 1
-    tail = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
-    got = first.get("input")
-    got_text = "" if isinstance(got, dict | list) else f", got {json.dumps(got, default=str)[:80]}"
     return ResultFileError(
-        f"{source} is not a valid axl-eval result: at {loc}: {first['msg']}{got_text}{tail}",
-        hint=_HINT,
+        f"{source} is not a valid axl-eval result: {validation_problem(err, prefix=prefix)}", hint=_HINT
     )
 
 
