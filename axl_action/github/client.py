@@ -17,12 +17,12 @@ The token never appears in a message, a log line or ``repr``.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -35,6 +35,7 @@ from axl_action.github.errors import (
     redact,
 )
 from axl_action.github.retry import Backoff, Retrier, Retry
+from axl_action.providers.transport import parse_retry_after
 
 log = logging.getLogger("axl_action.github")
 
@@ -372,14 +373,11 @@ class GitHubClient:
         return Retry(f"answered {status}", wait=requested)
 
     def _requested_wait(self, resp: requests.Response) -> float | None:
-        retry_after = resp.headers.get("retry-after")
-        if retry_after:
-            try:
-                return float(retry_after)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(retry_after)
-                if when is not None:
-                    return max(0.0, when.timestamp() - self._clock())
+        # One rule for the waits servers ask for, shared with the LLM providers: seconds or an
+        # HTTP-date (UTC when it names no zone), never negative; a malformed value asks nothing.
+        asked = parse_retry_after(resp.headers, datetime.fromtimestamp(self._clock(), UTC))
+        if asked is not None:
+            return asked
         if resp.headers.get("x-ratelimit-remaining") == "0":
             reset = resp.headers.get("x-ratelimit-reset")
             if reset and reset.isdigit():

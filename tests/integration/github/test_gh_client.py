@@ -72,6 +72,28 @@ def test_honours_retry_after_on_429(fake_github: FakeGitHub, sleeps: SleepRecord
     assert sleeps.calls == [7.0]
 
 
+@pytest.mark.parametrize(
+    ("retry_after", "waited"),
+    [
+        ("soon", None),  # malformed: no wait asked (was an uncaught ValueError)
+        ("Wed, 21 Oct 2015 07:28:00", 0.0),  # an HTTP-date without a zone is UTC, and in the past
+        ("-5", 0.0),  # never a negative wait
+    ],
+)
+def test_odd_retry_after_values_follow_the_one_rule(
+    fake_github: FakeGitHub, sleeps: SleepRecorder, retry_after: str, waited: float | None
+) -> None:
+    fake_github.add_repo()
+    token = fake_github.add_token()
+    fake_github.fail_next(1, 503, headers={"Retry-After": retry_after})
+    _client(fake_github, token, sleeps).get_json("/repos/octo/evals")
+    assert len(sleeps.calls) == 1
+    if waited is not None:
+        assert sleeps.calls == [waited]
+    else:  # the backoff's own wait
+        assert 0 < sleeps.calls[0] < 60
+
+
 def test_secondary_rate_limit_403_is_retried(fake_github: FakeGitHub, sleeps: SleepRecorder) -> None:
     repo = fake_github.add_repo()
     fake_github.add_pull(repo, 1, head_sha="a" * 40, base_sha="b" * 40)
