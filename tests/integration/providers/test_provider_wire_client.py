@@ -3,6 +3,7 @@ servers that can frame replies in every way HTTP/1.1 allows and misbehave on pur
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
@@ -54,7 +55,9 @@ class RawServer:
             self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._tls.load_cert_chain(CERT, TLS_DIR / "loopback-key.pem")
         self.port = self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._conns: list[socket.socket] = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
 
     def url(self, host: str = "127.0.0.1") -> str:
         return f"{'https' if self._tls else 'http'}://{host}:{self.port}/v1"
@@ -66,12 +69,16 @@ class RawServer:
             except OSError:
                 return
             self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            self._conns.append(conn)
+            worker = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(worker)
+            worker.start()
 
     def _serve(self, conn: socket.socket) -> None:
         try:
             if self._tls is not None:
                 conn = self._tls.wrap_socket(conn, server_side=True)
+                self._conns.append(conn)  # the raw socket is detached now: close() needs this one
             buf = b""
             while True:
                 while b"\r\n\r\n" not in buf:
@@ -94,7 +101,15 @@ class RawServer:
             conn.close()
 
     def close(self) -> None:
-        self._listener.close()
+        # close() alone leaves a thread blocked in accept() or recv() for ever (Linux does not
+        # wake it); shutdown() does, so no test leaves threads behind for the next one (a later
+        # test forks only while no other thread runs).
+        for sock in (self._listener, *self._conns):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
 
 
 @pytest.fixture

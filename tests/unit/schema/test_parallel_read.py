@@ -51,6 +51,9 @@ def test_views_read_in_a_child_equal_views_read_here() -> None:
 
 @forking
 def test_a_child_reads_the_later_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only while no other thread runs does the reader fork: a thread an earlier test left
+    # behind (a loopback server never shut down) would make this read sequentially.
+    assert schema_io._can_fork(), f"threads left running: {[t.name for t in threading.enumerate()]}"
     parent = os.getpid()
     readers: list[tuple[str, int]] = []
     real = schema_io.load_run_views
