@@ -3,20 +3,21 @@ them one after the other, whether a forked child or this process reads each."""
 
 from __future__ import annotations
 
+import json
 import os
-import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from axl_action.errors import ResultFileError
 from axl_action.schema import io as schema_io
-from axl_action.schema import load_run_view_files, load_run_views
-from axl_action.schema.view import RunView
+from axl_action.schema import load_run_view_files
 
-FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "axl-eval-0.16.1"
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "tests" / "fixtures" / "axl-eval-0.16.1"
 BASELINE = FIXTURES / "math20-baseline.json"
 CANDIDATE = FIXTURES / "math20-candidate.json"
 RUNS3 = FIXTURES / "math20-baseline-runs3.json"
@@ -24,7 +25,12 @@ RUNS3 = FIXTURES / "math20-baseline-runs3.json"
 forking = pytest.mark.skipif(not schema_io._can_fork(), reason="reads in a child only on Linux")
 
 
-def _same(a: RunView, b: RunView) -> None:
+# The forking tests run in a fresh interpreter: the reader forks only while no other thread
+# runs, and a test session keeps threads of its own (session-wide servers, event loops).
+_SAME = """
+import numpy as np
+
+def same(a, b):
     assert a.header == b.header
     assert a.items.keys == b.items.keys
     assert a.items.errors == b.items.errors
@@ -36,37 +42,93 @@ def _same(a: RunView, b: RunView) -> None:
         other = b.items.scorers[scorer]
         assert np.array_equal(column.score, other.score, equal_nan=True)
         assert np.array_equal(column.sample, other.sample)
+"""
+
+
+def _fresh(code: str, *paths: Path) -> str:
+    """Run ``code`` (with ``same`` and ``PATHS`` defined) in a new interpreter; its stdout."""
+    program = f"{_SAME}\nPATHS = {[str(p) for p in paths]!r}\n{code}"
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @forking
 def test_views_read_in_a_child_equal_views_read_here() -> None:
-    files = load_run_view_files([BASELINE, CANDIDATE, RUNS3])
-    for got, path in zip(files, (BASELINE, CANDIDATE, RUNS3), strict=True):
-        expected = load_run_views(path)
-        assert got.path == str(path) and got.is_list == expected.is_list
-        assert len(got.runs) == len(expected.runs)
-        for a, b in zip(got.runs, expected.runs, strict=True):
-            _same(a, b)
+    out = _fresh(
+        """
+from axl_action.schema import io, load_run_view_files, load_run_views
+assert io._can_fork()
+files = load_run_view_files(PATHS)
+for got, path in zip(files, PATHS, strict=True):
+    expected = load_run_views(path)
+    assert got.path == path and got.is_list == expected.is_list
+    assert len(got.runs) == len(expected.runs)
+    for a, b in zip(got.runs, expected.runs, strict=True):
+        same(a, b)
+print("same")
+""",
+        BASELINE,
+        CANDIDATE,
+        RUNS3,
+    )
+    assert out.strip() == "same"
 
 
 @forking
-def test_a_child_reads_the_later_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Only while no other thread runs does the reader fork: a thread an earlier test left
-    # behind (a loopback server never shut down) would make this read sequentially.
-    assert schema_io._can_fork(), f"threads left running: {[t.name for t in threading.enumerate()]}"
-    parent = os.getpid()
-    readers: list[tuple[str, int]] = []
-    real = schema_io.load_run_views
+def test_a_child_reads_the_later_files() -> None:
+    # Reads made in a child come back as its pickled views, not through this spy.
+    out = _fresh(
+        """
+import json, os
+from pathlib import Path
+from axl_action.schema import io
+readers = []
+real = io.load_run_views
+def spy(path):
+    views = real(path)
+    readers.append([Path(path).name, os.getpid()])
+    return views
+io.load_run_views = spy
+files = io.load_run_view_files(PATHS)
+print(json.dumps({"readers": readers, "me": os.getpid(), "runs": [len(f.runs) for f in files]}))
+""",
+        BASELINE,
+        CANDIDATE,
+    )
+    seen = json.loads(out)
+    assert seen["readers"] == [[BASELINE.name, seen["me"]]]
+    assert seen["runs"] == [1, 1]
 
-    def spy(path: str | os.PathLike[str]) -> schema_io.ViewFile:
-        views = real(path)
-        # The child's reads come back through its pickled views, not through this list.
-        readers.append((Path(path).name, os.getpid()))
-        return views
 
-    monkeypatch.setattr(schema_io, "load_run_views", spy)
-    load_run_view_files([BASELINE, CANDIDATE])
-    assert readers == [(BASELINE.name, parent)]
+@forking
+def test_a_child_that_dies_is_replaced_by_reading_here() -> None:
+    out = _fresh(
+        """
+import os, signal
+from axl_action.schema import io, load_run_view_files, load_run_views
+real_fork = os.fork
+def fork_then_die():
+    pid = real_fork()
+    if pid == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return pid
+os.fork = fork_then_die
+files = load_run_view_files(PATHS)
+same(files[1].runs[0], load_run_views(PATHS[1]).runs[0])
+print("replaced")
+""",
+        BASELINE,
+        CANDIDATE,
+    )
+    assert out.strip() == "replaced"
 
 
 def test_the_first_bad_file_in_argument_order_is_reported(tmp_path: Path) -> None:
@@ -84,21 +146,6 @@ def test_the_first_bad_file_in_argument_order_is_reported(tmp_path: Path) -> Non
 def test_missing_file_in_a_child_is_the_same_error(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="results file not found"):
         load_run_view_files([BASELINE, tmp_path / "absent.json"])
-
-
-@forking
-def test_a_child_that_dies_is_replaced_by_reading_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_fork = os.fork
-
-    def fork_then_die() -> int:
-        pid = real_fork()
-        if pid == 0:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork_then_die)
-    files = load_run_view_files([BASELINE, CANDIDATE])
-    _same(files[1].runs[0], load_run_views(CANDIDATE).runs[0])
 
 
 def test_no_fork_while_other_threads_run() -> None:
