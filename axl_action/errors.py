@@ -18,7 +18,9 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -124,3 +126,24 @@ def validation_problem(err: ValidationError, *, prefix: str = "") -> str:
     got = first.get("input")
     shown = "" if isinstance(got, dict | list) else f", got {json.dumps(got, default=str)[:80]}"
     return f"at {loc}: {first['msg']}{shown}{tail}"
+
+
+def read_input_bytes(
+    path: str | os.PathLike[str],
+    what: str,
+    error: type[InputFileError] = InputFileError,
+    *,
+    missing_hint: str | None = "check the path",
+    directory_hint: str | None = "pass the JSON file itself",
+) -> bytes:
+    """The bytes of a file the user pointed us at; a missing file, a directory or an unreadable
+    file is one ``error`` naming it as ``what`` (``results file``, ``journal``...)."""
+    source = str(path)
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise error(f"{what} not found: {source}", hint=missing_hint) from None
+    except IsADirectoryError:
+        raise error(f"{source} is a directory, not a {what}", hint=directory_hint) from None
+    except OSError as err:
+        raise error(f"cannot read {source}: {err.strerror or err}") from None

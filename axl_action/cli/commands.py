@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from axl_action.cli.common import Interrupt, pricing_notes
-from axl_action.errors import UsageError
+from axl_action.cli.common import HardStop, Interrupt, pricing_notes
+from axl_action.errors import AxlError, UsageError
 
 if TYPE_CHECKING:
     from axl_action.cli.flags import GateFlags
     from axl_action.compare.models import Comparison, GateReport
+    from axl_action.evals.journal import JournalSession
     from axl_action.history import AutoThresholds
     from axl_action.schema.view import Side
 
@@ -81,3 +82,34 @@ def closing_notes(runtime: Any, interrupt: Interrupt, *, written: int, what: str
         return None
     print(f"[axl-eval] Interrupted: wrote the results {what} so far ({written} result(s)).", file=sys.stderr)
     return interrupt.exit_code
+
+
+def write_on_hard_stop(
+    stop: HardStop,
+    output: str | None,
+    session: JournalSession | None,
+    write: Callable[[list[dict[str, Any]]], None],
+    *,
+    what: str,
+    before: str,
+) -> int:
+    """After a second signal: write what the journal holds through ``write`` (``what``: how
+    the items are called, ``settled`` or ``rescored``; ``before``: the line's end when none
+    was), say where it went, and return the signal's exit code."""
+    if session is None or output is None:
+        print("[axl-eval] Stopped: no --output, so nothing was written.", file=sys.stderr)
+        return stop.exit_code
+    try:
+        written = session.write_settled(write)
+    except AxlError as err:
+        print(f"[axl-eval] Stopped, and could not write the {what} items: {err}", file=sys.stderr)
+        return stop.exit_code
+    if written:
+        print(
+            f"[axl-eval] Stopped: wrote the {written} item(s) {what} so far to {output} (metadata.recovered); "
+            f"{session.path} keeps them for --resume.",
+            file=sys.stderr,
+        )
+    else:
+        print(f"[axl-eval] Stopped before any item {before}; {output} was left as it was.", file=sys.stderr)
+    return stop.exit_code

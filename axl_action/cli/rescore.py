@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes
+from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes, write_on_hard_stop
 from axl_action.cli.common import (
     ArgParser,
     HardStop,
@@ -35,7 +35,7 @@ from axl_action.cli.common import (
     sidecar_sink,
     write_results,
 )
-from axl_action.errors import AxlError, EvalDefinitionError, UsageError
+from axl_action.errors import EvalDefinitionError, UsageError
 
 if TYPE_CHECKING:
     from axl_action.evals.journal import JournalSession
@@ -183,30 +183,13 @@ def _hard_stop(
     stop: HardStop, args: argparse.Namespace, session: JournalSession | None, *, as_list: bool
 ) -> int:
     """Write what has been rescored (from the journal) and return the signal's exit code."""
-    if session is None:
-        print("[axl-eval] Stopped: no --output, so nothing was written.", file=sys.stderr)
-        return stop.exit_code
-    output = Path(args.output)
 
     def write(results: list[dict[str, Any]]) -> None:
-        write_results(output, results, as_list=as_list or len(results) != 1, what="rescored results")
+        write_results(
+            Path(args.output), results, as_list=as_list or len(results) != 1, what="rescored results"
+        )
 
-    try:
-        written = session.write_settled(write)
-    except AxlError as err:
-        print(f"[axl-eval] Stopped, and could not write the rescored items: {err}", file=sys.stderr)
-        return stop.exit_code
-    if written:
-        print(
-            f"[axl-eval] Stopped: wrote the {written} item(s) rescored so far to {output} (metadata.recovered); "
-            f"{session.path} keeps them for --resume.",
-            file=sys.stderr,
-        )
-    else:
-        print(
-            f"[axl-eval] Stopped before any item was rescored; {output} was left as it was.", file=sys.stderr
-        )
-    return stop.exit_code
+    return write_on_hard_stop(stop, args.output, session, write, what="rescored", before="was rescored")
 
 
 def _rescore_all(

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes
+from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes, write_on_hard_stop
 from axl_action.cli.common import (
     ArgParser,
     HardStop,
@@ -213,28 +213,11 @@ def _journal(args: argparse.Namespace) -> JournalSession:
 
 def _hard_stop(stop: HardStop, args: argparse.Namespace, session: JournalSession | None) -> int:
     """Write what has settled (from the journal) and return the signal's exit code."""
-    if session is None:
-        print("[axl-eval] Stopped: no --output, so nothing was written.", file=sys.stderr)
-        return stop.exit_code
-    output = Path(args.output)
 
     def write(results: list[dict[str, Any]]) -> None:
-        write_results(output, results, as_list=len(results) != 1)
+        write_results(Path(args.output), results, as_list=len(results) != 1)
 
-    try:
-        written = session.write_settled(write)
-    except AxlError as err:
-        print(f"[axl-eval] Stopped, and could not write the settled items: {err}", file=sys.stderr)
-        return stop.exit_code
-    if written:
-        print(
-            f"[axl-eval] Stopped: wrote the {written} item(s) settled so far to {output} (metadata.recovered); "
-            f"{session.path} keeps them for --resume.",
-            file=sys.stderr,
-        )
-    else:
-        print(f"[axl-eval] Stopped before any item settled; {output} was left as it was.", file=sys.stderr)
-    return stop.exit_code
+    return write_on_hard_stop(stop, args.output, session, write, what="settled", before="settled")
 
 
 def _run_files(

@@ -51,7 +51,7 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic import ValidationError
 
-from axl_action.errors import InputFileError, UsageError
+from axl_action.errors import InputFileError, UsageError, read_input_bytes
 from axl_action.evals.log import warn
 from axl_action.schema.journal import (
     JOURNAL_FORMAT,
@@ -393,14 +393,7 @@ def read_journal(path: str | os.PathLike[str]) -> Journal:
     Only the last line may be damaged (a crash cut it short): it is dropped with a warning.
     """
     source = Path(path)
-    try:
-        raw = source.read_bytes()
-    except FileNotFoundError:
-        raise JournalError(f"journal not found: {source}", hint="check the path") from None
-    except IsADirectoryError:
-        raise JournalError(f"{source} is a directory, not a journal", hint=_RECOVER_HINT) from None
-    except OSError as err:
-        raise JournalError(f"cannot read {source}: {err.strerror or err}") from None
+    raw = read_input_bytes(source, "journal", JournalError, directory_hint=_RECOVER_HINT)
     end = raw.rfind(b"\n") + 1
     body, tail = raw[:end], raw[end:]
     lines = body.split(b"\n")[:-1] if body else []

@@ -9,6 +9,7 @@ return bytes; :func:`load_history` and :func:`write_history` are the file edges.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import zlib
@@ -18,7 +19,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from axl_action.errors import InputFileError, validation_problem
+from axl_action.errors import InputFileError, read_input_bytes, validation_problem
 from axl_action.history.build import Encoded, History, decode, encode
 from axl_action.history.model import FORMAT, MAX_FILE_BYTES, VERSION, HistoryFile
 
@@ -103,19 +104,10 @@ def history_bytes(history: History, *, gzipped: bool = False) -> Encoded:
 def load_history(path: str | os.PathLike[str], *, suite: str | None = None) -> History:
     """Read a history file (JSON or gzipped JSON) from disk."""
     source = str(path)
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
+    with contextlib.suppress(OSError):  # a missing or unreadable file is told by the read below
+        if os.path.getsize(path) > MAX_FILE_BYTES:
             raise _too_big(source)
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise HistoryError(f"history file not found: {source}", hint=_HINT) from None
-    except IsADirectoryError:
-        raise HistoryError(
-            f"{source} is a directory, not a history file", hint="pass the JSON file itself"
-        ) from None
-    except OSError as err:
-        raise HistoryError(f"cannot read {source}: {err.strerror or err}") from None
+    raw = read_input_bytes(path, "history file", HistoryError, missing_hint=_HINT)
     return parse_history(raw, source, suite=suite)
 
 

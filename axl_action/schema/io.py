@@ -30,7 +30,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from axl_action.errors import ResultFileError, validation_problem
+from axl_action.errors import ResultFileError, read_input_bytes, validation_problem
 from axl_action.schema.accounting import KNOWN_ACCOUNTING_VERSIONS
 from axl_action.schema.base import WIRE
 from axl_action.schema.jsonio import dumps_js_bytes
@@ -189,16 +189,7 @@ def parse_result_text(text: str | bytes, source: str = "<results>") -> ResultFil
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes:
     source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ResultFileError(f"results file not found: {source}", hint="check the path") from None
-    except IsADirectoryError:
-        raise ResultFileError(
-            f"{source} is a directory, not a results file", hint="pass the JSON file itself"
-        ) from None
-    except OSError as err:
-        raise ResultFileError(f"cannot read {source}: {err.strerror}") from None
+    raw = read_input_bytes(path, "results file", ResultFileError)
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -94,18 +94,26 @@ def _lone_surrogates(value: Any, path: str, found: list[str]) -> Any:
     return value
 
 
-def dumps_js_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:
-    """UTF-8 ``JSON.stringify(value, null, 2)``; lone surrogates become U+FFFD (see module doc)."""
+def _to_json(
+    value: Any, on_replaced: Callable[[list[str]], None] | None, indent: int | None
+) -> tuple[bytes, Any]:
+    """pydantic-core's JSON of ``value`` (NaN/Infinity as null), and the value it wrote: text
+    with lone surrogates is written with U+FFFD instead, and ``on_replaced`` hears where."""
     try:
-        raw = pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
+        return pydantic_core.to_json(value, indent=indent, inf_nan_mode="null"), value
     except pydantic_core.PydanticSerializationError as err:
         if "surrogates not allowed" not in str(err):
             raise TypeError(str(err)) from None
-        found: list[str] = []
-        value = _lone_surrogates(value, "", found)
-        if on_replaced is not None:
-            on_replaced(found)
-        raw = pydantic_core.to_json(value, indent=2, inf_nan_mode="null")
+    found: list[str] = []
+    value = _lone_surrogates(value, "", found)
+    if on_replaced is not None:
+        on_replaced(found)
+    return pydantic_core.to_json(value, indent=indent, inf_nan_mode="null"), value
+
+
+def dumps_js_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:
+    """UTF-8 ``JSON.stringify(value, null, 2)``; lone surrogates become U+FFFD (see module doc)."""
+    raw, value = _to_json(value, on_replaced, indent=2)
     if raw[:1] not in (b"{", b"["):
         return walk_js(value, indent=None).encode("utf-8")  # a scalar: no line to anchor on
     return _respell_numbers(raw)
@@ -129,17 +137,7 @@ def dumps_line_bytes(value: Any, on_replaced: Callable[[list[str]], None] | None
     try:
         return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
-        pass
-    try:
-        return pydantic_core.to_json(value, inf_nan_mode="null") + b"\n"
-    except pydantic_core.PydanticSerializationError as err:
-        if "surrogates not allowed" not in str(err):
-            raise TypeError(str(err)) from None
-    found: list[str] = []
-    value = _lone_surrogates(value, "", found)
-    if on_replaced is not None:
-        on_replaced(found)
-    return pydantic_core.to_json(value, inf_nan_mode="null") + b"\n"
+        return _to_json(value, on_replaced, indent=None)[0] + b"\n"
 
 
 # The C string encoder (ensure_ascii=False flavour): JSON.stringify escapes the same set.
