@@ -31,7 +31,7 @@ from axl_action.history import (
     history_entry,
     parse_history,
 )
-from axl_action.schema import RunView, as_view
+from axl_action.schema import RunView, as_views
 from axl_action.schema.io import ResultFile
 
 
@@ -43,10 +43,6 @@ class BaselineHistory:
     """The rows, oldest first (None: none usable)."""
     warnings: list[str] = field(default_factory=list)
     """Why the history is missing or was not used (each becomes a ``::warning::``)."""
-
-
-def _views(results: ResultFile) -> list[RunView]:
-    return [as_view(r) for r in results.results]
 
 
 def read_baseline_history(lookup: BaselineLookup, *, suite: str, seed: bool = False) -> BaselineHistory:
@@ -84,7 +80,7 @@ def read_baseline_history(lookup: BaselineLookup, *, suite: str, seed: bool = Fa
     if seed:
         run_id = str(choice.run_id)
         if history is None or not any(e.summary.run_id == run_id for e in history.entries):
-            entry = history_entry(_views(lookup.results), run_id=run_id, commit=choice.head_sha)
+            entry = history_entry(as_views(lookup.results.results), run_id=run_id, commit=choice.head_sha)
             history = append(history if history is not None else History(suite=suite), entry)
     return BaselineHistory(history=history, warnings=warnings)
 
@@ -112,12 +108,12 @@ def extend_history(
     previous_results: ResultFile | None = None,
 ) -> StoredHistory:
     """``previous`` with this baseline run appended (newest ``limit`` rows), gzipped."""
-    views: Sequence[RunView] = _views(candidate)
+    views: Sequence[RunView] = as_views(candidate.results)
     entry = history_entry(
         views,
         run_id=run_id,
         commit=commit,
-        previous=_views(previous_results) if previous_results is not None else None,
+        previous=as_views(previous_results.results) if previous_results is not None else None,
     )
     base = previous if previous is not None else History(suite=suite)
     history = append(History(entries=base.entries, limit=limit, suite=suite), entry, limit=limit)

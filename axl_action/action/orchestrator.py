@@ -79,11 +79,10 @@ from axl_action.report import (
 )
 from axl_action.report.escape import md_text
 from axl_action.schema import (
-    EvalResult,
     ResultFile,
-    as_view,
-    item_error_rate,
+    as_views,
     load_result_file,
+    pooled_item_error_rate,
     read_accounting,
 )
 
@@ -841,7 +840,7 @@ def _outputs(
         mode=job.mode,
         verdict="fail" if failed else "pass",
         cost=sum(read_accounting(r).known_cost for r in runs) / len(runs),
-        item_error_rate=pooled_item_error_rate(runs),
+        item_error_rate=pooled_item_error_rate(as_views(runs)),
         regressions=len(comparison.regressions) if comparison is not None else 0,
         improvements=len(comparison.improvements) if comparison is not None else 0,
         cost_delta=cost.delta_exact if cost is not None else None,  # unrounded, like `cost`
@@ -1057,13 +1056,6 @@ def relayed_comment(report_ctx: ReportContext) -> str:
     if first.startswith("### "):
         return first + _RELAYED + sep + rest
     return f"### Relayed for a fork PR\n\n{body}"
-
-
-def pooled_item_error_rate(runs: Sequence[EvalResult]) -> float:
-    """Failed over attempted items across every run, by the schema's one definition of both."""
-    rates = [item_error_rate(as_view(r), 1.0) for r in runs]  # the limit is irrelevant here
-    attempted = sum(r.attempted for r in rates)
-    return sum(r.failed for r in rates) / attempted if attempted else 0.0
 
 
 def _changed(evaluation: Evaluation, verdict: GateVerdict) -> bool:

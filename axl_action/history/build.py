@@ -40,7 +40,7 @@ from axl_action.schema import (
     canonical_json,
     read_accounting,
 )
-from axl_action.schema.view import F64, item_error_rate, sample_counts, scorer_values
+from axl_action.schema.view import F64, pooled_item_error_rate, sample_counts, scorer_values
 
 _WEAKEST: dict[str, int] = {"complete": 0, "incomplete": 1, "unverified": 2}
 
@@ -185,8 +185,6 @@ def history_entry(
     header = first.header
     types = header.scorer_types
     names = header.scorer_names
-    rates = [item_error_rate(run, 1.0) for run in runs]  # the limit does not change the rate
-    attempted = sum(r.attempted for r in rates)
     timings = [run.header.summary.timing.mean for run in runs if run.header.summary.timing is not None]
     summary = RowSummary(
         run_id=run_id,
@@ -198,7 +196,7 @@ def history_entry(
         runs=len(runs),
         items=first.size,
         scorers={name: _scorer_point(runs, name, types.get(name)) for name in names},
-        item_error_rate=sum(r.failed for r in rates) / attempted if attempted else 0.0,
+        item_error_rate=pooled_item_error_rate(runs),
         cost=_cost(runs, previous),
         latency_ms=_mean(timings),
     )

@@ -445,6 +445,14 @@ def item_error_rate(view: RunView, limit: float) -> ItemErrorRate:
     return evaluate_item_error_rate(coverage_of(view).items, view.header.summary.count, limit)
 
 
+def pooled_item_error_rate(runs: Sequence[RunView]) -> float:
+    """Failed over attempted items across every run of a side (``--runs N``), each run counted
+    by :func:`item_error_rate` (the limit does not change the rate)."""
+    rates = [item_error_rate(run, 1.0) for run in runs]
+    attempted = sum(r.attempted for r in rates)
+    return sum(r.failed for r in rates) / attempted if attempted else 0.0
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """Result of :func:`evaluate_scorer_tolerance`."""
