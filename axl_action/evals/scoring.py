@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from time import perf_counter
 from typing import Any
 
 from axl_action.evals.jsonsafe import json_safe
@@ -156,7 +155,7 @@ def _score_one(
     admission = env.admission
     if s.is_llm and admission is not None and admission.closed:
         return {"score": None, "outcome": "budget_skipped"}, None, None
-    start = perf_counter()
+    start = time.perf_counter()
     if s.applies is not None:
         try:
             applies = s.call_applies(output, input_, annotations)
@@ -178,7 +177,7 @@ def _score_one(
         purpose="judging",
         capture_correlation={"scorer": s.name} if env.capturing else None,
     )
-    duration = round((perf_counter() - start) * 1000)
+    duration = elapsed_ms(start)
 
     if result.status == "rejected":
         error = result.error
