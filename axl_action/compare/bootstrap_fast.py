@@ -57,17 +57,47 @@ def as_thousandths(d: npt.NDArray[np.float64]) -> npt.NDArray[np.int32] | None:
     return rounded.astype(np.int32)
 
 
-def _sum_range(
-    codes: Sequence[npt.NDArray[np.int32]], outputs: list[I64], first: int, last: int, state: int
-) -> None:
-    """Integer sums of resamples ``first..last-1`` (``state`` = stream state before them)."""
-    n = len(codes[0])
+# Two samples share one int64 gather: each thousandth is offset to 0..2000 and the second
+# sample shifted 32 bits up. A resample's offset sum is at most 2000 * MAX_N < 2**32, so the
+# low half never carries into the high one and both sums are exact; one gather and one
+# reduceat then serve two scorers (measured on 20,000 x 1,000 draws: 14 ms and 2.5 ms for the
+# pair, against 22 ms and 10 ms for two int32 columns).
+_OFFSET = 1000
+_HALF = 32
+assert 2 * _OFFSET * MAX_N < 1 << _HALF
+
+
+def _pack(codes: Sequence[npt.NDArray[np.int32]]) -> list[I64]:
+    """The samples, two per int64 column (the last one alone when their number is odd)."""
+    packed = []
+    for first in range(0, len(codes), 2):
+        column = codes[first].astype(np.int64) + _OFFSET
+        if first + 1 < len(codes):
+            column |= (codes[first + 1].astype(np.int64) + _OFFSET) << _HALF
+        packed.append(column)
+    return packed
+
+
+def _unpack(sums: Sequence[I64], count: int, n: int) -> list[I64]:
+    """Per-sample resample sums from the packed ones (each resample drew ``n`` values)."""
+    low = (1 << _HALF) - 1
+    out: list[I64] = []
+    for packed in sums:
+        out.append((packed & low) - _OFFSET * n)
+        if len(out) < count:
+            out.append((packed >> _HALF) - _OFFSET * n)
+    return out
+
+
+def _sum_range(columns: Sequence[I64], outputs: list[I64], first: int, last: int, state: int) -> None:
+    """Packed sums of resamples ``first..last-1`` (``state`` = stream state before them)."""
+    n = len(columns[0])
     total = (last - first) * n
     stream = ChunkedStream(state, exact._CHUNK, exact._LANE_STEPS)
     chunk = stream.chunk
     raw = np.empty(chunk, dtype=np.uint32)
     work = np.empty(chunk, dtype=np.uint64)
-    vals = np.empty(chunk, dtype=np.int32)
+    vals = np.empty(chunk, dtype=np.int64)
     done = 0
     while done < total:
         stream.next_chunk(raw)
@@ -79,9 +109,9 @@ def _sum_range(
         if offset:
             starts = np.concatenate([np.zeros(1, dtype=np.intp), starts])
         r0 = first + done // n
-        for sample, out in zip(codes, outputs, strict=True):
-            np.take(sample, idx, out=vals[:m])
-            sums = np.add.reduceat(vals[:m], starts, dtype=np.int64)
+        for column, out in zip(columns, outputs, strict=True):
+            np.take(column, idx, out=vals[:m])
+            sums = np.add.reduceat(vals[:m], starts)
             out[r0 : r0 + len(sums)] += sums
         done += m
 
@@ -89,13 +119,14 @@ def _sum_range(
 def integer_sums(
     codes: Sequence[npt.NDArray[np.int32]], n_resamples: int, seed: int, workers: int | None = None
 ) -> list[I64]:
-    """Per-resample sums of the drawn thousandths, for samples of equal length."""
+    """Per-resample sums of the drawn thousandths, for samples of equal length (at most MAX_N)."""
     n = len(codes[0])
-    outputs = [np.zeros(n_resamples, dtype=np.int64) for _ in codes]
+    columns = _pack(codes)
+    outputs = [np.zeros(n_resamples, dtype=np.int64) for _ in columns]
     exact.draw_in_ranges(
-        partial(_sum_range, codes, outputs), n, n_resamples, seed, exact.worker_threads(workers)
+        partial(_sum_range, columns, outputs), n, n_resamples, seed, exact.worker_threads(workers)
     )
-    return outputs
+    return _unpack(outputs, len(codes), n)
 
 
 def exact_means_at(d: npt.NDArray[np.float64], seed: int, resamples: Sequence[int]) -> dict[int, float]:

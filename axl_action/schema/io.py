@@ -129,11 +129,25 @@ def _result(entry: dict[str, Any], source: str, where: str) -> EvalResult:
 
 
 def _decode_json(raw: bytes, source: str) -> Any:
-    """Parse JSON bytes with pydantic-core (jiter); refuses NaN/Infinity like ``JSON.parse``."""
+    """Parse JSON bytes with pydantic-core (jiter); refuses NaN/Infinity like ``JSON.parse``.
+
+    jiter refuses invalid UTF-8 itself, so the bytes are only decoded as text (for the
+    message naming the bad byte) when it refused them: a good file is not scanned twice.
+    """
     try:
         return pydantic_core.from_json(raw, allow_inf_nan=False)
     except ValueError as err:
+        _check_utf8(raw, source)
         raise _json_error(str(err), source, raw) from None
+
+
+def _check_utf8(raw: bytes, source: str) -> None:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ResultFileError(
+            f"{source} is not UTF-8 text (byte {err.start} is {raw[err.start]:#04x})", hint=_HINT
+        ) from None
 
 
 def _json_error(message: str, source: str, raw: bytes) -> ResultFileError:
@@ -188,15 +202,7 @@ def parse_result_text(text: str | bytes, source: str = "<results>") -> ResultFil
 
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    source = str(path)
-    raw = read_input_bytes(path, "results file", ResultFileError)
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ResultFileError(
-            f"{source} is not UTF-8 text (byte {err.start} is {raw[err.start]:#04x})", hint=_HINT
-        ) from None
-    return raw
+    return read_input_bytes(path, "results file", ResultFileError)
 
 
 def load_result_file(path: str | os.PathLike[str]) -> ResultFile:

@@ -73,3 +73,17 @@ def test_all_zero_differences() -> None:
     d = np.zeros(3000)
     result = bootstrap_many({"z": d}, seed=1)["z"]
     assert key(result) == (0, 0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5])
+def test_packed_sums_equal_plain_sums_at_the_extremes(count: int) -> None:
+    """Two samples share an int64 column; the sums stay exact at ±1 differences and at MAX_N."""
+    rng = np.random.default_rng(count)
+    for n, resamples in ((1000, 50), (bootstrap_fast.MAX_N, 3)):
+        pool = [np.full(n, 1000), np.full(n, -1000), rng.integers(-1000, 1001, n), np.zeros(n)]
+        codes = [pool[i % len(pool)].astype(np.int32) for i in range(count)]
+        sums = bootstrap_fast.integer_sums(codes, resamples, seed=11, workers=1)
+        assert len(sums) == count
+        means = resample_means_many([c / 1000 for c in codes], resamples, 11, workers=1)
+        for got, want in zip(sums, means, strict=True):
+            assert np.array_equal(got, np.rint(want * n * 1000).astype(np.int64))
