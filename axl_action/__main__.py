@@ -1,3 +1,3 @@
-from axl_action.cli.main import main
+from axl_action.cli.main import console_main
 
-raise SystemExit(main())
+console_main()

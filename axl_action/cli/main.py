@@ -7,9 +7,11 @@ runner's imports and vice versa.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from axl_action.cli.common import HardStop, leave, tolerant_console
 from axl_action.errors import AxlError
@@ -81,5 +83,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return leave(code)
 
 
+def console_main() -> NoReturn:
+    """The process entry point (`axl-eval`, `python -m axl_action`): :func:`main`, then exit.
+
+    After the command, garbage is collected once and everything left is frozen out of the
+    collector: interpreter shutdown otherwise runs its own collections over every object the
+    command left alive, which took 40-70 ms after a 20,000-item compare (15 ms this way).
+    Cyclic garbage is still collected (and finalised) by the explicit pass first.
+    """
+    code = main()
+    gc.collect()
+    gc.freeze()
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console_main()

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,11 @@ DEFAULT_ALPHA = 0.05
 # Draws per chunk: sized so the chunk's index and value buffers stay in the CPU cache.
 _CHUNK = 1 << 19
 _LANE_STEPS = 32
+# How the draws are gathered: every index is already in range, and numpy's default
+# ``mode="raise"`` checks each one and writes through a buffered copy of ``out``; ``"wrap"``
+# does neither (an index in range wraps to itself): 0.20 ms instead of 0.31 ms for 2**19
+# int32 draws from 100,000 values, 0.24 instead of 0.48 ms for int64.
+GATHER_MODE: Literal["wrap"] = "wrap"
 # Integer index arithmetic is exact while u * n < 2**53 (see _indices).
 _EXACT_INT_LIMIT = 1 << 21
 
@@ -102,7 +108,7 @@ def _draw_range(
         m = min(chunk, total - done)
         idx = _indices_into(raw[:m], n, work)
         for k, sample in enumerate(samples):
-            np.take(sample, idx, out=drawn[k][1 : m + 1])
+            np.take(sample, idx, out=drawn[k][1 : m + 1], mode=GATHER_MODE)
         i = 0
         while i < m:
             if filled == 0 and m - i >= n:
@@ -243,19 +249,19 @@ def bootstrap_many(
     """
     arrays = {name: np.asarray(v, dtype=np.float64) for name, v in samples.items()}
     results: dict[str, BootstrapResult] = {}
-    by_length: dict[int, list[str]] = {}
+    resampled: list[str] = []
     for name, d in arrays.items():
         trivial = _trivial(d, n_resamples)
         if trivial is not None:
             results[name] = trivial
         else:
-            by_length.setdefault(len(d), []).append(name)
-    for length, names in by_length.items():
-        exact_names = _fast_path(arrays, names, length, n_resamples, alpha, seed, workers, results)
-        if not exact_names:
-            continue
-        all_means = resample_means_many([arrays[k] for k in exact_names], n_resamples, seed, workers=workers)
-        for name, means in zip(exact_names, all_means, strict=True):
+            resampled.append(name)
+    by_length: dict[int, list[str]] = {}
+    for name in _fast_path(arrays, resampled, n_resamples, alpha, seed, workers, results):
+        by_length.setdefault(len(arrays[name]), []).append(name)
+    for names in by_length.values():
+        all_means = resample_means_many([arrays[k] for k in names], n_resamples, seed, workers=workers)
+        for name, means in zip(names, all_means, strict=True):
             results[name] = _summarise(_sequential_mean(arrays[name]), means, n_resamples, alpha)
     return {name: results[name] for name in arrays}
 
@@ -263,22 +269,25 @@ def bootstrap_many(
 def _fast_path(
     arrays: Mapping[str, npt.NDArray[np.float64]],
     names: list[str],
-    n: int,
     n_resamples: int,
     alpha: float,
     seed: int,
     workers: int | None,
     results: dict[str, BootstrapResult],
 ) -> list[str]:
-    """Fill ``results`` for the samples the integer-sum path can answer; return the others."""
+    """Fill ``results`` for the samples the integer-sum path can answer (all of them from one
+    pass over the stream, whatever their lengths); return the others."""
     from axl_action.compare import bootstrap_fast as fast
 
-    if not (fast.MIN_N <= n <= fast.MAX_N) or n_resamples < 2:
+    if n_resamples < 2:
         return names
     remaining: list[str] = []
     candidates: list[tuple[str, npt.NDArray[np.int32]]] = []
     for name in names:
         d = arrays[name]
+        if not fast.MIN_N <= len(d) <= fast.MAX_N:
+            remaining.append(name)
+            continue
         if not np.any(d):
             # Every difference is exactly 0: every left-to-right sum is exactly 0.
             zeros = np.zeros(n_resamples)

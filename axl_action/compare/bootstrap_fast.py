@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -32,6 +34,8 @@ from axl_action.compare import bootstrap as exact
 from axl_action.compare.prng import (
     ChunkedStream,
     Xorshift32Stream,
+    apply_jump,
+    jump_columns,
     jump_many,
     seed_state,
 )
@@ -57,76 +61,137 @@ def as_thousandths(d: npt.NDArray[np.float64]) -> npt.NDArray[np.int32] | None:
     return rounded.astype(np.int32)
 
 
-# Two samples share one int64 gather: each thousandth is offset to 0..2000 and the second
-# sample shifted 32 bits up. A resample's offset sum is at most 2000 * MAX_N < 2**32, so the
-# low half never carries into the high one and both sums are exact; one gather and one
-# reduceat then serve two scorers (measured on 20,000 x 1,000 draws: 14 ms and 2.5 ms for the
-# pair, against 22 ms and 10 ms for two int32 columns).
+# Samples of equal length whose draws are the same indices share gathers: two of them are
+# packed into one int64 column, each thousandth offset to 0..2000 and the second shifted 32
+# bits up. A resample's offset sum is at most 2000 * MAX_N < 2**32, so the low half never
+# carries into the high one and both sums are exact; one gather and one reduceat serve two
+# scorers (20,000 x 1,000 draws: 14 ms + 2.5 ms for the pair, against 22 + 10 ms for two
+# int32 columns). A sample left over is gathered as int32 and summed in int32, exact since
+# |sum| <= 1000 * MAX_N < 2**31.
 _OFFSET = 1000
 _HALF = 32
 assert 2 * _OFFSET * MAX_N < 1 << _HALF
+assert _OFFSET * MAX_N < 1 << 31
 
 
-def _pack(codes: Sequence[npt.NDArray[np.int32]]) -> list[I64]:
-    """The samples, two per int64 column (the last one alone when their number is odd)."""
-    packed = []
-    for first in range(0, len(codes), 2):
-        column = codes[first].astype(np.int64) + _OFFSET
-        if first + 1 < len(codes):
-            column |= (codes[first + 1].astype(np.int64) + _OFFSET) << _HALF
-        packed.append(column)
-    return packed
+@dataclass(frozen=True)
+class _Group:
+    """The samples of one length: the columns gathered with the same indices."""
+
+    n: int
+    columns: list[npt.NDArray[np.int64] | npt.NDArray[np.int32]]
+    members: list[int]
+    """Sample positions in the caller's order; column ``i // 2`` holds member ``i``."""
 
 
-def _unpack(sums: Sequence[I64], count: int, n: int) -> list[I64]:
-    """Per-sample resample sums from the packed ones (each resample drew ``n`` values)."""
-    low = (1 << _HALF) - 1
-    out: list[I64] = []
-    for packed in sums:
-        out.append((packed & low) - _OFFSET * n)
-        if len(out) < count:
-            out.append((packed >> _HALF) - _OFFSET * n)
-    return out
+def _groups(codes: Sequence[npt.NDArray[np.int32]]) -> list[_Group]:
+    by_length: dict[int, list[int]] = {}
+    for k, c in enumerate(codes):
+        by_length.setdefault(len(c), []).append(k)
+    groups = []
+    for n, members in by_length.items():
+        columns: list[npt.NDArray[np.int64] | npt.NDArray[np.int32]] = []
+        for i in range(0, len(members), 2):
+            if i + 1 < len(members):
+                low = codes[members[i]].astype(np.int64) + _OFFSET
+                columns.append(low | (codes[members[i + 1]].astype(np.int64) + _OFFSET) << _HALF)
+            else:
+                columns.append(np.ascontiguousarray(codes[members[i]], dtype=np.int32))
+        groups.append(_Group(n, columns, members))
+    return groups
 
 
-def _sum_range(columns: Sequence[I64], outputs: list[I64], first: int, last: int, state: int) -> None:
-    """Packed sums of resamples ``first..last-1`` (``state`` = stream state before them)."""
-    n = len(columns[0])
-    total = (last - first) * n
+def _sum_positions(
+    groups: Sequence[_Group], n_resamples: int, outputs: list[list[I64]], first: int, last: int, state: int
+) -> None:
+    """Add the sums of stream draws ``first..last-1`` to each group's column outputs
+    (``state`` = stream state before draw ``first``). Resample ``r`` of a sample of length
+    ``n`` is draws ``r*n .. r*n+n-1``; one that straddles ``first`` or ``last`` gets its two
+    parts from two calls, which integer addition joins exactly."""
     stream = ChunkedStream(state, exact._CHUNK, exact._LANE_STEPS)
     chunk = stream.chunk
     raw = np.empty(chunk, dtype=np.uint32)
     work = np.empty(chunk, dtype=np.uint64)
-    vals = np.empty(chunk, dtype=np.int64)
-    done = 0
-    while done < total:
+    wide = np.empty(chunk, dtype=np.int64)
+    narrow = np.empty(chunk, dtype=np.int32)
+    p = first
+    while p < last:
         stream.next_chunk(raw)
-        m = min(chunk, total - done)
-        idx = exact._indices_into(raw[:m], n, work)
-        # Segments of this chunk belonging to one resample each.
-        offset = done % n
-        starts = np.arange(0 if offset == 0 else n - offset, m, n, dtype=np.intp)
-        if offset:
-            starts = np.concatenate([np.zeros(1, dtype=np.intp), starts])
-        r0 = first + done // n
-        for column, out in zip(columns, outputs, strict=True):
-            np.take(column, idx, out=vals[:m])
-            sums = np.add.reduceat(vals[:m], starts)
-            out[r0 : r0 + len(sums)] += sums
-        done += m
+        m = min(chunk, last - p)
+        for group, outs in zip(groups, outputs, strict=True):
+            n = group.n
+            mk = min(m, n * n_resamples - p)
+            if mk <= 0:
+                continue
+            idx = exact._indices_into(raw[:mk], n, work)
+            # Segments of this chunk belonging to one resample each.
+            offset = p % n
+            starts = np.arange(0 if offset == 0 else n - offset, mk, n, dtype=np.intp)
+            if offset:
+                starts = np.concatenate([np.zeros(1, dtype=np.intp), starts])
+            r0 = p // n
+            for column, out in zip(group.columns, outs, strict=True):
+                vals = wide if column.dtype == np.int64 else narrow
+                np.take(column, idx, out=vals[:mk], mode=exact.GATHER_MODE)
+                sums = np.add.reduceat(vals[:mk], starts, dtype=vals.dtype)
+                out[r0 : r0 + len(sums)] += sums
+        p += m
 
 
 def integer_sums(
     codes: Sequence[npt.NDArray[np.int32]], n_resamples: int, seed: int, workers: int | None = None
 ) -> list[I64]:
-    """Per-resample sums of the drawn thousandths, for samples of equal length (at most MAX_N)."""
-    n = len(codes[0])
-    columns = _pack(codes)
-    outputs = [np.zeros(n_resamples, dtype=np.int64) for _ in columns]
-    exact.draw_in_ranges(
-        partial(_sum_range, columns, outputs), n, n_resamples, seed, exact.worker_threads(workers)
-    )
-    return _unpack(outputs, len(codes), n)
+    """Per-resample sums of the drawn thousandths of each sample (lengths up to MAX_N).
+
+    Every sample draws from the start of the same stream (a sample of length ``n`` uses its
+    first ``n_resamples * n`` values), so the stream is generated once, for the longest,
+    and each chunk of it serves every sample; samples of different lengths (scorers that
+    failed on different items) no longer each generate it again. With several workers the
+    stream is split into contiguous ranges of whole chunks, each from its jump-ahead state,
+    with outputs of their own that are added up at the end.
+    """
+    groups = _groups(codes)
+    total = n_resamples * max(g.n for g in groups)
+    chunk = exact._CHUNK
+    chunks = -(-total // chunk)
+    threads = max(1, min(exact.worker_threads(workers), chunks))
+    bounds = [min(total, chunk * (chunks * t // threads)) for t in range(threads + 1)]
+    start = seed_state(seed)
+    outputs = [
+        [[np.zeros(n_resamples, dtype=np.int64) for _ in g.columns] for g in groups] for _ in range(threads)
+    ]
+    jobs = [
+        partial(
+            _sum_positions,
+            groups,
+            n_resamples,
+            outputs[t],
+            bounds[t],
+            bounds[t + 1],
+            start if bounds[t] == 0 else apply_jump(jump_columns(bounds[t]), start),
+        )
+        for t in range(threads)
+    ]
+    if threads == 1:
+        jobs[0]()
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for future in [pool.submit(job) for job in jobs]:
+                future.result()
+    sums: list[I64 | None] = [None] * len(codes)
+    low = (1 << _HALF) - 1
+    for g, group in enumerate(groups):
+        for c, column in enumerate(group.columns):
+            packed = outputs[0][g][c]
+            for other in outputs[1:]:
+                packed = packed + other[g][c]
+            members = group.members[2 * c : 2 * c + 2]
+            if column.dtype == np.int32:
+                sums[members[0]] = packed
+            else:
+                sums[members[0]] = (packed & low) - _OFFSET * group.n
+                sums[members[1]] = (packed >> _HALF) - _OFFSET * group.n
+    return [s for s in sums if s is not None]
 
 
 def exact_means_at(d: npt.NDArray[np.float64], seed: int, resamples: Sequence[int]) -> dict[int, float]:

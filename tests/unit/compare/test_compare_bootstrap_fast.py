@@ -40,7 +40,7 @@ def test_fast_path_matches_the_exact_path(monkeypatch: pytest.MonkeyPatch) -> No
         seed = int(rng.integers(0, 2**31))
         d = samples(rng, n, trial % 4)
         results: dict[str, BootstrapResult] = {}
-        rest = bootstrap._fast_path({"x": d}, ["x"], n, r, alpha, seed, 1, results)
+        rest = bootstrap._fast_path({"x": d}, ["x"], r, alpha, seed, 1, results)
         if rest:
             continue  # too many resamples needed the exact sum: the caller uses the exact path
         answered += 1
@@ -59,14 +59,14 @@ def test_large_samples_take_the_fast_path_and_agree() -> None:
     rng = np.random.default_rng(4)
     d = np.round(rng.normal(0.01, 0.2, 5000), 3)
     results: dict[str, BootstrapResult] = {}
-    assert bootstrap._fast_path({"x": d}, ["x"], len(d), 300, 0.05, 8, 2, results) == []
+    assert bootstrap._fast_path({"x": d}, ["x"], 300, 0.05, 8, 2, results) == []
     assert key(results["x"]) == key(exact(d, 300, 0.05, 8))
 
 
 def test_data_not_in_thousandths_uses_the_exact_path() -> None:
     d = np.random.default_rng(1).normal(0, 0.2, 2000)
     assert bootstrap_fast.as_thousandths(d) is None
-    assert bootstrap._fast_path({"x": d}, ["x"], len(d), 100, 0.05, 1, 1, {}) == ["x"]
+    assert bootstrap._fast_path({"x": d}, ["x"], 100, 0.05, 1, 1, {}) == ["x"]
 
 
 def test_all_zero_differences() -> None:
@@ -87,3 +87,17 @@ def test_packed_sums_equal_plain_sums_at_the_extremes(count: int) -> None:
         means = resample_means_many([c / 1000 for c in codes], resamples, 11, workers=1)
         for got, want in zip(sums, means, strict=True):
             assert np.array_equal(got, np.rint(want * n * 1000).astype(np.int64))
+
+
+def test_samples_of_different_lengths_share_one_pass_and_agree_with_separate_calls() -> None:
+    """Scorers that failed on different items have paired samples of different lengths; one
+    pass over the stream serves them all, with each answer what a call of its own gives."""
+    rng = np.random.default_rng(9)
+    lengths = {"a": 3000, "b": 2999, "c": 3000, "d": 1500, "e": 2999}
+    data = {k: np.round(rng.normal(0.01, 0.2, n), 3) for k, n in lengths.items()}
+    data["f"] = rng.normal(0, 0.2, 2500)  # not in thousandths: the exact path
+    together = bootstrap_many(data, n_resamples=400, seed=21, workers=2)
+    for name, d in data.items():
+        alone = bootstrap_many({name: d}, n_resamples=400, seed=21, workers=1)[name]
+        assert key(together[name]) == key(alone), name
+        assert key(alone) == key(exact(d, 400, 0.05, 21)), name
