@@ -272,8 +272,10 @@ def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
         status = 1
         try:
             os.close(read_end)
+            parsed: list[Any] = []  # freed by the exit, not item by item
             try:
-                payload: tuple[str, Any] = ("ok", load_run_views(path))
+                gc.disable()
+                payload: tuple[str, Any] = ("ok", _parse_views(_read_bytes(path), str(path), parsed))
             except ResultFileError as err:
                 payload = ("error", err)
             with os.fdopen(write_end, "wb") as out:
@@ -316,7 +318,10 @@ def parse_run_views(raw: bytes, source: str = "<results>") -> ViewFile:
         return _parse_views(raw, source)
 
 
-def _parse_views(raw: bytes, source: str) -> ViewFile:
+def _parse_views(raw: bytes, source: str, retain: list[Any] | None = None) -> ViewFile:
+    """The views of ``raw``; each run's parsed items are dropped as soon as its columns are
+    built, or handed to ``retain`` by a caller that is about to exit anyway (freeing 100,000
+    parsed items one object at a time takes 80 ms that a forked reader need not spend)."""
     data = _decode_json(raw, source)
     _check_versions(data, source)
     is_list = isinstance(data, list)
@@ -343,6 +348,8 @@ def _parse_views(raw: bytes, source: str) -> ViewFile:
             raise ResultFileError(
                 f"{source} is not a valid axl-eval result: at {prefix}{err}", hint=_HINT
             ) from None
+        if retain is not None:
+            retain.append(items)
         entries[i] = None  # drop this run's parsed items before reading the next
         del items
         runs.append(RunView(header=header, items=columns))
