@@ -109,15 +109,18 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         return 0
     args = parse_args(argv)
 
-    from axl_action.compare.console import format_compare
-    from axl_action.compare.gates import (
-        scorer_subset_refusal,
-        scorer_subset_sides,
-        scorer_subset_warning,
-    )
-    from axl_action.schema import dumps_js, load_run_view_files
+    from axl_action.schema import ViewFileReads, dumps_js
 
-    baseline_file, candidate_file = load_run_view_files([args.baseline, args.candidate])
+    with ViewFileReads([args.baseline, args.candidate]) as reads:
+        # Imported while the files are read (in child processes where the platform allows).
+        from axl_action.compare.console import format_compare
+        from axl_action.compare.gates import (
+            scorer_subset_refusal,
+            scorer_subset_sides,
+            scorer_subset_warning,
+        )
+
+        baseline_file, candidate_file = reads.wait()
     baseline, candidate = baseline_file.runs, candidate_file.runs
 
     subset = scorer_subset_sides(baseline[0].header, candidate[0].header)

@@ -31,6 +31,7 @@ from axl_action.schema.fingerprint import (
 from axl_action.schema.io import (
     ResultFile,
     ViewFile,
+    ViewFileReads,
     load_result_file,
     load_run_view_files,
     load_run_views,
@@ -153,6 +154,7 @@ __all__ = [
     "Tolerance",
     "Usage",
     "ViewFile",
+    "ViewFileReads",
     "WireModel",
     "aggregate_accounting",
     "as_view",

@@ -238,25 +238,57 @@ def load_run_views(path: str | os.PathLike[str]) -> ViewFile:
 
 
 def load_run_view_files(paths: Sequence[str | os.PathLike[str]]) -> list[ViewFile]:
-    """:func:`load_run_views` of several files, read at the same time where the platform allows.
+    """:func:`load_run_views` of several files, read at the same time where the platform allows
+    (see :class:`ViewFileReads`)."""
+    with ViewFileReads(paths) as reads:
+        return reads.wait()
+
+
+class ViewFileReads:
+    """Results files being read as run views, in forked children where the platform allows,
+    while the caller goes on (``compare`` imports its comparison code meanwhile).
 
     Parsing a results file is CPU-bound and holds the GIL, so threads cannot overlap two of
-    them; a forked child can. On Linux, when no other thread runs (fork copies only the
-    calling thread, so a lock another thread holds would stay locked in the child), every
-    file after the first is read in a child process that sends back its views, while this
-    process reads the first: compare reads its two 16 MB files in the time of one. Anywhere
-    else the files are read one after the other. Either way the results, and the error raised
-    for the first bad file in argument order, are the same.
+    them; forked children can. On Linux, when no other thread runs (fork copies only the
+    calling thread, so a lock another thread holds would stay locked in the child), each file
+    is read by a child that sends back its views and exits without freeing what it parsed:
+    compare reads its two 16 MB files in the time of one. Anywhere else, and for a single
+    file, :meth:`wait` reads them one after the other. Either way the views, and the error
+    raised for the first bad file in argument order, are the same. Use it as a context
+    manager, so children are reaped even when the caller fails before :meth:`wait`.
     """
-    if len(paths) < 2 or not _can_fork():
-        return [load_run_views(p) for p in paths]
-    children = [_read_in_child(p) for p in paths[1:]]
-    try:
-        first = load_run_views(paths[0])
-        return [first, *(_collect(fd, path) for (_, fd), path in zip(children, paths[1:], strict=True))]
-    finally:
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]]) -> None:
+        self._paths = list(paths)
+        self._children: list[tuple[int, int]] = []
+        if len(self._paths) >= 2 and _can_fork():
+            try:
+                for path in self._paths:
+                    self._children.append(_read_in_child(path))
+            except OSError:  # out of processes or pipes: the files are read here instead
+                self.close()
+
+    def wait(self) -> list[ViewFile]:
+        """The views of every file, in argument order; raises the first file's error."""
+        if not self._children:
+            return [load_run_views(p) for p in self._paths]
+        try:
+            with gc_paused():  # unpickling builds many small objects, all of them kept
+                return [_collect(fd, path) for (_, fd), path in zip(self._children, self._paths, strict=True)]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Reap the children (killing any still reading)."""
+        children, self._children = self._children, []
         for pid, fd in children:
             _reap(pid, fd)
+
+    def __enter__(self) -> ViewFileReads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _can_fork() -> bool:
@@ -278,8 +310,11 @@ def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
                 payload: tuple[str, Any] = ("ok", _parse_views(_read_bytes(path), str(path), parsed))
             except ResultFileError as err:
                 payload = ("error", err)
+            # Pickled whole before writing: a pickler writing into the pipe would stall on it
+            # until the parent reads this child, after the children before it.
+            blob = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_end, "wb") as out:
-                pickle.dump(payload, out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.write(blob)
             status = 0
         finally:
             # No interpreter shutdown in a forked child: no atexit handlers, no flushing of

@@ -83,7 +83,7 @@ print("same")
 
 
 @forking
-def test_a_child_reads_the_later_files() -> None:
+def test_children_read_every_file() -> None:
     # Reads made in a child come back as its pickled views, not through this spy.
     out = _fresh(
         """
@@ -104,8 +104,37 @@ print(json.dumps({"readers": readers, "me": os.getpid(), "runs": [len(f.runs) fo
         CANDIDATE,
     )
     seen = json.loads(out)
-    assert seen["readers"] == [[BASELINE.name, seen["me"]]]
+    assert seen["readers"] == []
     assert seen["runs"] == [1, 1]
+
+
+@forking
+def test_the_caller_goes_on_while_children_read() -> None:
+    """``ViewFileReads`` forks at once; work done before ``wait`` overlaps the reading, and
+    leaving the block without waiting reaps the children."""
+    out = _fresh(
+        """
+import os
+from axl_action.schema import ViewFileReads, load_run_views
+with ViewFileReads(PATHS) as reads:
+    pids = [pid for pid, _ in reads._children]
+    assert len(pids) == 2
+    files = reads.wait()
+same(files[0].runs[0], load_run_views(PATHS[0]).runs[0])
+with ViewFileReads(PATHS) as reads:
+    left = [pid for pid, _ in reads._children]
+for pid in [*pids, *left]:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        continue
+    raise AssertionError(f"child {pid} was not reaped")
+print("reaped")
+""",
+        BASELINE,
+        CANDIDATE,
+    )
+    assert out.strip() == "reaped"
 
 
 @forking
