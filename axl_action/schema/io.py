@@ -35,7 +35,7 @@ from axl_action.schema.accounting import KNOWN_ACCOUNTING_VERSIONS
 from axl_action.schema.base import WIRE
 from axl_action.schema.jsonio import dumps_js_bytes
 from axl_action.schema.result import ColumnCache, EvalResult, RunHeader
-from axl_action.schema.view import ItemShapeError, RunView, item_columns
+from axl_action.schema.view import ItemColumns, ItemShapeError, RunView, item_columns
 
 _HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 
@@ -273,6 +273,9 @@ class ViewFileReads:
         if not self._children:
             return [load_run_views(p) for p in self._paths]
         try:
+            # The children leave the headers to this process, which builds their validator
+            # while they parse instead of each child building it after.
+            RunHeader.model_rebuild()
             with gc_paused():  # unpickling builds many small objects, all of them kept
                 return [_collect(fd, path) for (_, fd), path in zip(self._children, self._paths, strict=True)]
         finally:
@@ -307,7 +310,7 @@ def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
             parsed: list[Any] = []  # freed by the exit, not item by item
             try:
                 gc.disable()
-                payload: tuple[str, Any] = ("ok", _parse_views(_read_bytes(path), str(path), parsed))
+                payload: tuple[str, Any] = ("ok", _read_runs(_read_bytes(path), str(path), parsed))
             except ResultFileError as err:
                 payload = ("error", err)
             # Pickled whole before writing: a pickler writing into the pipe would stall on it
@@ -334,8 +337,11 @@ def _collect(fd: int, path: str | os.PathLike[str]) -> ViewFile:
         return load_run_views(path)
     if status == "error":
         raise value
-    assert isinstance(value, ViewFile)
-    return value
+    assert isinstance(value, _ReadFile)
+    try:
+        return _finish(value)
+    except _NamesChanged:
+        return load_run_views(path)
 
 
 def _reap(pid: int, fd: int) -> None:
@@ -353,42 +359,121 @@ def parse_run_views(raw: bytes, source: str = "<results>") -> ViewFile:
         return _parse_views(raw, source)
 
 
-def _parse_views(raw: bytes, source: str, retain: list[Any] | None = None) -> ViewFile:
-    """The views of ``raw``; each run's parsed items are dropped as soon as its columns are
-    built, or handed to ``retain`` by a caller that is about to exit anyway (freeing 100,000
-    parsed items one object at a time takes 80 ms that a forked reader need not spend)."""
+@dataclass(frozen=True)
+class _ReadRun:
+    """One run as the item pass leaves it: the header still to validate (``raw``) or already
+    validated (``header``), its columns, or the error that ended the read at this run."""
+
+    raw: dict[str, Any] | None = None
+    header: RunHeader | None = None
+    names: list[str] | None = None
+    columns: ItemColumns | None = None
+    error: ResultFileError | None = None
+
+
+@dataclass(frozen=True)
+class _ReadFile:
+    source: str
+    is_list: bool
+    runs: list[_ReadRun]
+
+
+def _raw_scorer_names(entry: dict[str, Any]) -> list[str] | None:
+    """The keys of ``summary.scorers`` as written, which validation keeps (``RunHeader.
+    scorer_names``); None when they are not a plain object, and the header is validated first."""
+    summary = entry.get("summary")
+    scorers = summary.get("scorers") if type(summary) is dict else None
+    if type(scorers) is not dict:
+        return None
+    return list(scorers)
+
+
+def _read_runs(
+    raw: bytes, source: str, retain: list[Any] | None = None, *, validate_first: bool = False
+) -> _ReadFile:
+    """The item pass over a results file: each run's columns, built with the scorer names as
+    written, and its header left to :func:`_finish` (so a forked reader need not build the
+    header's validator while its parent can). The first problem of a run ends the pass and
+    is kept with that run, so :func:`_finish` raises problems in file order.
+
+    Each run's parsed items are dropped as soon as its columns are built, or handed to
+    ``retain`` by a caller that is about to exit anyway (freeing 100,000 parsed items one
+    object at a time takes 80 ms that a forked reader need not spend).
+    """
     data = _decode_json(raw, source)
     _check_versions(data, source)
     is_list = isinstance(data, list)
     entries: list[Any] = data if is_list else [data]
     if is_list and not entries:
         raise ResultFileError(f"{source} holds an empty list of results", hint=_HINT)
-    runs = []
+    runs: list[_ReadRun] = []
     for i in range(len(entries)):
         entry = entries[i]
         prefix = f"[{i}]." if is_list else ""
-        _check_shape(entry, source, f"entry [{i}]" if is_list else "")
+        try:
+            _check_shape(entry, source, f"entry [{i}]" if is_list else "")
+        except ResultFileError as err:
+            runs.append(_ReadRun(error=err))
+            break
         items = entry.pop("items")
         if not isinstance(items, list):
-            raise ResultFileError(
+            not_a_list = ResultFileError(
                 f"{source} is not a valid axl-eval result: at {prefix}items: expected a list", hint=_HINT
             )
+            runs.append(_ReadRun(error=not_a_list))
+            break
+        header = None
+        names = None if validate_first else _raw_scorer_names(entry)
+        if names is None:
+            try:
+                header = RunHeader.model_validate(entry, context=WIRE)
+            except ValidationError as err:
+                runs.append(_ReadRun(error=_explain(err, source, f"[{i}]" if is_list else "")))
+                break
+            names = header.scorer_names
         try:
-            header = RunHeader.model_validate(entry, context=WIRE)
-        except ValidationError as err:
-            raise _explain(err, source, f"[{i}]" if is_list else "") from None
-        try:
-            columns = item_columns(items, header.scorer_names)
+            columns = item_columns(items, names)
         except ItemShapeError as err:
-            raise ResultFileError(
-                f"{source} is not a valid axl-eval result: at {prefix}{err}", hint=_HINT
-            ) from None
+            failed = ResultFileError(f"{source} is not a valid axl-eval result: at {prefix}{err}", hint=_HINT)
+            runs.append(_ReadRun(raw=None if header else entry, header=header, names=names, error=failed))
+            break
         if retain is not None:
             retain.append(items)
         entries[i] = None  # drop this run's parsed items before reading the next
         del items
-        runs.append(RunView(header=header, items=columns))
-    return ViewFile(path=source, runs=runs, is_list=is_list)
+        runs.append(_ReadRun(raw=None if header else entry, header=header, names=names, columns=columns))
+    return _ReadFile(source, is_list, runs)
+
+
+class _NamesChanged(Exception):
+    """Validation changed the scorer names the columns were built with (never seen: the
+    names are dict keys, which validation keeps); the file is read again here."""
+
+
+def _finish(read: _ReadFile) -> ViewFile:
+    """Validate the headers the item pass left, in file order, and raise the first problem."""
+    views = []
+    for i, run in enumerate(read.runs):
+        header = run.header
+        if run.raw is not None:
+            try:
+                header = RunHeader.model_validate(run.raw, context=WIRE)
+            except ValidationError as err:
+                raise _explain(err, read.source, f"[{i}]" if read.is_list else "") from None
+            if header.scorer_names != run.names:
+                raise _NamesChanged
+        if run.error is not None:
+            raise run.error
+        assert header is not None and run.columns is not None
+        views.append(RunView(header=header, items=run.columns))
+    return ViewFile(path=read.source, runs=views, is_list=read.is_list)
+
+
+def _parse_views(raw: bytes, source: str) -> ViewFile:
+    try:
+        return _finish(_read_runs(raw, source))
+    except _NamesChanged:
+        return _finish(_read_runs(raw, source, validate_first=True))
 
 
 Results = EvalResult | Mapping[str, Any] | Sequence[EvalResult | Mapping[str, Any]]

@@ -188,3 +188,61 @@ def test_no_fork_while_other_threads_run() -> None:
     finally:
         stop.set()
         worker.join()
+
+
+def _bad_variants(tmp_path: Path) -> dict[str, Path]:
+    """Files with two problems each; the one earlier in the file must be the one reported."""
+    good = json.loads(BASELINE.read_text())
+    bad_header = {**good, "dataset": 7}
+    bad_item = json.loads(json.dumps(good))
+    bad_item["items"][1]["scores"] = {name: "high" for name in good["summary"]["scorers"]}
+    both = json.loads(json.dumps(bad_item))
+    both["dataset"] = 7
+    odd_scorers = {**good, "summary": {**good["summary"], "scorers": [1]}}
+    variants = {
+        "header-then-item": both,
+        "header-then-not-an-object": [bad_header, 3],
+        "item-then-header": [bad_item, bad_header],
+        "good-then-header": [good, bad_header],
+        "scorers-not-an-object": odd_scorers,
+    }
+    paths = {}
+    for name, data in variants.items():
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(data))
+    return paths
+
+
+def test_the_first_problem_in_a_file_is_reported_however_it_is_read(tmp_path: Path) -> None:
+    """Headers are validated after the item pass (by the parent of a forked reader); the
+    problem reported is still the first one in file order, the same on both paths."""
+    paths = _bad_variants(tmp_path)
+    expected = {
+        "header-then-item": "at dataset",
+        "header-then-not-an-object": "at [0].dataset",
+        "item-then-header": "at [0].items[1].scores",
+        "good-then-header": "at [1].dataset",
+        "scorers-not-an-object": "at summary.scorers",
+    }
+    here = {}
+    for name, path in paths.items():
+        with pytest.raises(ResultFileError) as caught:
+            schema_io.load_run_views(path)
+        here[name] = str(caught.value)
+        assert expected[name] in here[name], (name, here[name])
+    if not schema_io._can_fork():
+        return
+    code = """
+import json
+from axl_action.errors import ResultFileError
+from axl_action.schema import load_run_view_files
+seen = {}
+for path in PATHS:
+    try:
+        load_run_view_files([path, path])
+    except ResultFileError as err:
+        seen[path] = str(err)
+print(json.dumps(seen))
+"""
+    forked = json.loads(_fresh(code, *paths.values()))
+    assert forked == {str(p): here[name] for name, p in paths.items()}
