@@ -25,7 +25,7 @@ from axl_action.schema import (
     format_percent,
     js_number,
 )
-from axl_action.schema.view import ITEM_CODE
+from axl_action.schema.itempass import ITEM_CODE
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 

@@ -109,16 +109,18 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         return 0
     args = parse_args(argv)
 
-    from axl_action.schema import ViewFileReads, dumps_js
+    # The readers fork before numpy and pydantic are imported (schema.reading needs neither):
+    # this process imports them, and the comparison code, while the children parse.
+    from axl_action.schema.reading import ViewFileReads
 
     with ViewFileReads([args.baseline, args.candidate]) as reads:
-        # Imported while the files are read (in child processes where the platform allows).
         from axl_action.compare.console import format_compare
         from axl_action.compare.gates import (
             scorer_subset_refusal,
             scorer_subset_sides,
             scorer_subset_warning,
         )
+        from axl_action.schema import dumps_js
 
         baseline_file, candidate_file = reads.wait()
     baseline, candidate = baseline_file.runs, candidate_file.runs

@@ -40,7 +40,7 @@ from axl_action.compare.text import to_fixed
 from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
 from axl_action.errors import CompareError
 from axl_action.schema import RunView, SampleCounts, as_views, round3, sample_counts
-from axl_action.schema.io import gc_paused as paused_gc
+from axl_action.schema.reading import gc_paused as paused_gc
 from axl_action.schema.view import F64, Bools, Run, Side, header_of
 
 

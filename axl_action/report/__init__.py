@@ -28,7 +28,7 @@ from axl_action.report.render import (
     render_summary,
 )
 from axl_action.schema import EvalResult, item_key
-from axl_action.schema.io import gc_paused
+from axl_action.schema.reading import gc_paused
 
 if TYPE_CHECKING:
     from axl_action.history.analysis import HistoryAnalysis

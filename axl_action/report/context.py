@@ -52,7 +52,7 @@ from axl_action.schema import (
     run_view,
     sample_counts,
 )
-from axl_action.schema.io import gc_paused
+from axl_action.schema.reading import gc_paused
 
 if TYPE_CHECKING:
     from axl_action.history.analysis import HistoryAnalysis

@@ -1,207 +1,25 @@
 """The axl-eval result file: pydantic models, JS-compatible JSON, and reader rules.
 
-Import from here; the submodules are private layout.
+Import from here; the submodules are private layout. The names are loaded on first use
+(PEP 562): ``axl-eval compare`` forks its file readers from ``schema.reading`` before numpy and
+pydantic are imported, which importing this package must therefore not do.
 """
 
-from axl_action.schema.accounting import (
-    KNOWN_ACCOUNTING_VERSIONS,
-    Accounting,
-    AccountingSource,
-    Breakdown,
-    BudgetSnapshot,
-    CallerReported,
-    Completeness,
-    EvalAccounting,
-    Operations,
-    Usage,
-    aggregate_accounting,
-    empty_accounting,
-    read_accounting,
-    usable,
-)
-from axl_action.schema.base import WIRE, WireModel
-from axl_action.schema.fingerprint import (
-    Fingerprint,
-    canonical_json,
-    config_fingerprint,
-    dataset_fingerprint,
-    item_key,
-    scorer_fingerprint,
-)
-from axl_action.schema.io import (
-    ResultFile,
-    ViewFile,
-    ViewFileReads,
-    load_result_file,
-    load_run_view_files,
-    load_run_views,
-    parse_result_data,
-    parse_result_text,
-    parse_run_views,
-    result_json,
-    result_json_bytes,
-    write_result_file,
-)
-from axl_action.schema.jsonio import dumps_js
-from axl_action.schema.numbers import (
-    compute_stats,
-    describe_input,
-    format_percent,
-    js_compact_json,
-    js_number,
-    js_string,
-    round3,
-    sample_std,
-)
-from axl_action.schema.outcomes import (
-    DEFAULT_MAX_ITEM_ERROR_RATE,
-    is_budget_stopped,
-    is_total_wipeout,
-    refused_work,
-)
-from axl_action.schema.result import (
-    ITEM_OUTCOMES,
-    SCORER_OUTCOMES,
-    CallerReport,
-    Coverage,
-    DegradedScorer,
-    DiagnosticManifest,
-    EvalItem,
-    EvalResult,
-    EvalSummary,
-    ItemCoverage,
-    ItemDiagnostics,
-    ItemErrorRate,
-    ItemFailure,
-    ItemModelTiming,
-    ItemOutcome,
-    ModelTimingStats,
-    OperationRef,
-    RunHeader,
-    ScorerCoverage,
-    ScorerDetail,
-    ScorerOutcome,
-    ScorerStats,
-    Stats,
-)
-from axl_action.schema.view import (
-    ItemColumns,
-    RunView,
-    SampleCounts,
-    ScorerColumn,
-    Tolerance,
-    as_view,
-    as_views,
-    build_summary,
-    compute_coverage,
-    coverage_of,
-    degraded_scorers,
-    evaluate_item_error_rate,
-    evaluate_scorer_tolerance,
-    item_columns,
-    item_coverage,
-    item_error_rate,
-    pooled_item_error_rate,
-    run_view,
-    sample_counts,
-    scorer_stats,
-    scorer_values,
-    timing_stats,
-    wire_view,
-)
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_MAX_ITEM_ERROR_RATE",
-    "ITEM_OUTCOMES",
-    "KNOWN_ACCOUNTING_VERSIONS",
-    "SCORER_OUTCOMES",
-    "WIRE",
-    "Accounting",
-    "AccountingSource",
-    "Breakdown",
-    "BudgetSnapshot",
-    "CallerReport",
-    "CallerReported",
-    "Completeness",
-    "Coverage",
-    "DegradedScorer",
-    "DiagnosticManifest",
-    "EvalAccounting",
-    "EvalItem",
-    "EvalResult",
-    "EvalSummary",
-    "Fingerprint",
-    "ItemColumns",
-    "ItemCoverage",
-    "ItemDiagnostics",
-    "ItemErrorRate",
-    "ItemFailure",
-    "ItemModelTiming",
-    "ItemOutcome",
-    "ModelTimingStats",
-    "OperationRef",
-    "Operations",
-    "ResultFile",
-    "RunHeader",
-    "RunView",
-    "SampleCounts",
-    "ScorerColumn",
-    "ScorerCoverage",
-    "ScorerDetail",
-    "ScorerOutcome",
-    "ScorerStats",
-    "Stats",
-    "Tolerance",
-    "Usage",
-    "ViewFile",
-    "ViewFileReads",
-    "WireModel",
-    "aggregate_accounting",
-    "as_view",
-    "as_views",
-    "build_summary",
-    "canonical_json",
-    "compute_coverage",
-    "compute_stats",
-    "config_fingerprint",
-    "coverage_of",
-    "dataset_fingerprint",
-    "degraded_scorers",
-    "describe_input",
-    "dumps_js",
-    "empty_accounting",
-    "evaluate_item_error_rate",
-    "evaluate_scorer_tolerance",
-    "format_percent",
-    "is_budget_stopped",
-    "is_total_wipeout",
-    "item_columns",
-    "item_coverage",
-    "item_error_rate",
-    "item_key",
-    "js_compact_json",
-    "js_number",
-    "js_string",
-    "load_result_file",
-    "load_run_view_files",
-    "load_run_views",
-    "parse_result_data",
-    "parse_result_text",
-    "parse_run_views",
-    "pooled_item_error_rate",
-    "read_accounting",
-    "refused_work",
-    "result_json",
-    "result_json_bytes",
-    "round3",
-    "run_view",
-    "sample_counts",
-    "sample_std",
-    "scorer_fingerprint",
-    "scorer_stats",
-    "scorer_values",
-    "timing_stats",
-    "usable",
-    "wire_view",
-    "write_result_file",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from axl_action.schema._api import *  # noqa: F403
+    from axl_action.schema._api import __all__ as __all__
+
+
+def __getattr__(name: str) -> Any:
+    api = importlib.import_module("axl_action.schema._api")
+    try:
+        value = getattr(api, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value

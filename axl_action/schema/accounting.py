@@ -29,10 +29,6 @@ def usable(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
 
 
-#: Accounting record versions this reader understands; any other is refused, never certified.
-KNOWN_ACCOUNTING_VERSIONS: tuple[int, ...] = (1,)
-
-
 class Usage(CompleteWireModel):
     """Token and audio usage summed over operations."""
 

@@ -15,21 +15,6 @@ from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireMode
 
 ItemOutcome = Literal["completed", "failed", "cancelled", "budget_skipped", "budget_interrupted"]
 ScorerOutcome = Literal["scored", "failed", "skipped", "cancelled", "budget_skipped", "budget_interrupted"]
-ITEM_OUTCOMES: tuple[str, ...] = (
-    "completed",
-    "failed",
-    "cancelled",
-    "budget_skipped",
-    "budget_interrupted",
-)
-SCORER_OUTCOMES: tuple[str, ...] = (
-    "scored",
-    "failed",
-    "skipped",
-    "cancelled",
-    "budget_skipped",
-    "budget_interrupted",
-)
 
 
 class OperationRef(WireModel):

@@ -27,10 +27,19 @@ import numpy as np
 import numpy.typing as npt
 
 from axl_action.schema.fingerprint import item_key
+from axl_action.schema.itempass import (
+    FAILED,
+    ITEM_CODE,
+    ITEM_OUTCOMES,
+    NO_OUTCOME,
+    SCORED,
+    SCORER_OUTCOMES,
+    SKIPPED,
+    ItemFacts,
+    item_facts,
+)
 from axl_action.schema.numbers import compute_stats
 from axl_action.schema.result import (
-    ITEM_OUTCOMES,
-    SCORER_OUTCOMES,
     Coverage,
     EvalResult,
     ItemCoverage,
@@ -43,17 +52,8 @@ F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 Codes = npt.NDArray[np.int8]
 
-#: Code of an absent outcome, and of an outcome string this version does not know.
-NO_OUTCOME = -1
-UNKNOWN_OUTCOME = -2
-ITEM_CODE = {name: code for code, name in enumerate(ITEM_OUTCOMES)}
-SCORER_CODE = {name: code for code, name in enumerate(SCORER_OUTCOMES)}
 _FAILED = ITEM_CODE["failed"]
 _COMPLETED = ITEM_CODE["completed"]
-
-#: ``scorerCounts`` buckets (compare spec §0.3).
-SCORED, FAILED, SKIPPED = 0, 1, 2
-_SAMPLE_OF_OUTCOME = {"scored": SCORED, "failed": FAILED, "skipped": SKIPPED}
 
 #: The item fields the columns are read from (wire names), for dumping only those of a model.
 ITEM_FIELDS = frozenset(
@@ -168,161 +168,34 @@ class RunView:
         return self.items.size
 
 
-class ItemShapeError(ValueError):
-    """An item field the columns read has the wrong type; the message names the JSON path."""
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _check_number(value: Any, where: str) -> None:
-    kind = type(value)
-    if value is not None and kind is not float and kind is not int:
-        raise ItemShapeError(f"{where}: expected a number or null, got {_shown(value)}")
-
-
-def _check_kind(value: Any, kind: type, where: str, expected: str) -> None:
-    if value is not None and not isinstance(value, kind):
-        raise ItemShapeError(f"{where}: expected {expected} or null, got {_shown(value)}")
-
-
-def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
-    """Read wire-shaped items (camelCase keys, as written) into columns, once.
-
-    The same pass checks the type of every field it reads (a file's items arrive as plain
-    parsed JSON) and raises :class:`ItemShapeError` naming the first bad one; fields it does
-    not read (outputs, annotations, traces) are neither checked nor copied.
-    """
-    n = len(items)
-    inputs: list[Any] = [None] * n
-    errors: list[str | None] = [None] * n
-    outcome = [NO_OUTCOME] * n
-    duration: list[Any] = [None] * n
-    cost: list[Any] = [None] * n
-    scorer_cost: list[Any] = [None] * n
-    unpriced = [False] * n
-    failures: dict[int, Mapping[str, Any]] = {}
-    scorer_errors: dict[int, list[str]] = {}
-    per_scorer: list[tuple[str, list[Any], list[int], list[int]]] = [
-        (name, [None] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names
-    ]
-    number_types = (float, int)
-    item_code, scorer_code, sample_of = ITEM_CODE, SCORER_CODE, _SAMPLE_OF_CODE
-    for i, item in enumerate(items):
-        if type(item) is not dict and not isinstance(item, Mapping):
-            raise ItemShapeError(f"items[{i}]: expected an object, got {_shown(item)}")
-        get = item.get
-        inputs[i] = get("input")
-        error = get("error")
-        if error:
-            if type(error) is not str:
-                raise ItemShapeError(f"items[{i}].error: expected text or null, got {_shown(error)}")
-            errors[i] = error
-        raw_outcome = get("outcome")
-        if raw_outcome is not None:
-            code = item_code.get(raw_outcome) if type(raw_outcome) is str else None
-            if code is None:
-                raise ItemShapeError(
-                    f"items[{i}].outcome: expected one of {', '.join(ITEM_OUTCOMES)}, got {_shown(raw_outcome)}"
-                )
-            outcome[i] = code
-        d, c, sc = get("duration"), get("cost"), get("scorerCost")
-        if (
-            (d is not None and type(d) not in number_types)
-            or (c is not None and type(c) not in number_types)
-            or (sc is not None and type(sc) not in number_types)
-        ):
-            _check_number(d, f"items[{i}].duration")
-            _check_number(c, f"items[{i}].cost")
-            _check_number(sc, f"items[{i}].scorerCost")
-        duration[i], cost[i], scorer_cost[i] = d, c, sc
-        if get("unpriced") is True:
-            unpriced[i] = True
-        failure = get("failure")
-        if failure:
-            _check_kind(failure, Mapping, f"items[{i}].failure", "an object")
-            failures[i] = failure
-        messages = get("scorerErrors")
-        if messages:
-            _check_kind(messages, list, f"items[{i}].scorerErrors", "a list")
-            scorer_errors[i] = messages
-        scores = get("scores") or _EMPTY
-        details = get("scoreDetails") or _EMPTY
-        if type(scores) is not dict or type(details) is not dict:
-            _check_kind(scores, Mapping, f"items[{i}].scores", "an object")
-            _check_kind(details, Mapping, f"items[{i}].scoreDetails", "an object")
-        for name, score_col, outcome_col, sample_col in per_scorer:
-            score = scores.get(name)
-            if score is not None:
-                if type(score) not in number_types:
-                    raise ItemShapeError(
-                        f"items[{i}].scores.{name}: expected a number or null, got {_shown(score)}"
-                    )
-                score_col[i] = score
-            detail = details.get(name)
-            if detail is not None:
-                if type(detail) is not dict:
-                    _check_kind(detail, Mapping, f"items[{i}].scoreDetails.{name}", "an object")
-                explicit = detail.get("outcome")
-                if explicit is not None:
-                    code = scorer_code.get(explicit) if type(explicit) is str else None
-                    if code is None:
-                        raise ItemShapeError(
-                            f"items[{i}].scoreDetails.{name}.outcome: expected one of "
-                            f"{', '.join(SCORER_OUTCOMES)}, got {_shown(explicit)}"
-                        )
-                    outcome_col[i] = code
-                    if not error:
-                        sample_col[i] = sample_of[code]
-                    continue
-            if not error:
-                sample_col[i] = _legacy_bucket(score, detail)
-    # numpy turns the Nones (absent or null) into NaN.
+def columns_of(facts: ItemFacts) -> ItemColumns:
+    """The columns of the facts the item pass read (numpy arrays over the same buffers)."""
     return ItemColumns(
-        inputs=inputs,
-        errors=errors,
-        outcome=np.array(outcome, dtype=np.int8),
-        errored=np.array([e is not None for e in errors], dtype=np.bool_),
-        duration=np.array(duration, dtype=np.float64),
-        cost=np.array(cost, dtype=np.float64),
-        scorer_cost=np.array(scorer_cost, dtype=np.float64),
-        unpriced=np.array(unpriced, dtype=np.bool_),
-        failures=failures,
-        scorer_errors=scorer_errors,
+        inputs=facts.inputs,
+        errors=facts.errors,
+        outcome=np.frombuffer(facts.outcome, dtype=np.int8),
+        errored=np.array([e is not None for e in facts.errors], dtype=np.bool_),
+        duration=np.frombuffer(facts.duration, dtype=np.float64),
+        cost=np.frombuffer(facts.cost, dtype=np.float64),
+        scorer_cost=np.frombuffer(facts.scorer_cost, dtype=np.float64),
+        unpriced=np.frombuffer(facts.unpriced, dtype=np.int8).view(np.bool_),
+        failures=facts.failures,
+        scorer_errors=facts.scorer_errors,
         scorers={
             name: ScorerColumn(
-                score=np.array(s, dtype=np.float64),
-                outcome=np.array(o, dtype=np.int8),
-                sample=np.array(b, dtype=np.int8),
+                score=np.frombuffer(f.score, dtype=np.float64),
+                outcome=np.frombuffer(f.outcome, dtype=np.int8),
+                sample=np.frombuffer(f.sample, dtype=np.int8),
             )
-            for name, s, o, b in per_scorer
+            for name, f in facts.scorers.items()
         },
     )
 
 
-_EMPTY: dict[str, Any] = {}
-#: The ``scorerCounts`` bucket of each explicit scorer outcome (an explicit outcome is authoritative).
-_SAMPLE_OF_CODE = [_SAMPLE_OF_OUTCOME.get(name, NO_OUTCOME) for name in SCORER_OUTCOMES]
-
-
-def _legacy_bucket(score: Any, detail: Mapping[str, Any] | None) -> int:
-    """``scorerCounts`` for an item without an error and without an explicit outcome (§0.3).
-
-    The pre-0.24 heuristic: a non-null ``scores[name]`` is scored (also without any
-    ``scoreDetails``), then ``skipped: true`` is skipped, then a ``duration`` means the scorer
-    ran and failed.
-    """
-    if score is not None:
-        return SCORED
-    if detail is None:
-        return NO_OUTCOME
-    if detail.get("skipped") is True:
-        return SKIPPED
-    if detail.get("duration") is not None:
-        return FAILED
-    return NO_OUTCOME
+def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
+    """Read wire-shaped items into columns (the item pass, :func:`~axl_action.schema.itempass.
+    item_facts`); raises :class:`ItemShapeError` naming the first field of the wrong type."""
+    return columns_of(item_facts(items, names))
 
 
 def run_view(result: EvalResult) -> RunView:

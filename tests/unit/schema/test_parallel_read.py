@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from axl_action.errors import ResultFileError
-from axl_action.schema import io as schema_io
-from axl_action.schema import load_run_view_files
+from axl_action.schema import load_run_view_files, load_run_views
+from axl_action.schema import reading as schema_reading
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures" / "axl-eval-0.16.1"
@@ -22,7 +22,7 @@ BASELINE = FIXTURES / "math20-baseline.json"
 CANDIDATE = FIXTURES / "math20-candidate.json"
 RUNS3 = FIXTURES / "math20-baseline-runs3.json"
 
-forking = pytest.mark.skipif(not schema_io._can_fork(), reason="reads in a child only on Linux")
+forking = pytest.mark.skipif(not schema_reading._can_fork(), reason="reads in a child only on Linux")
 
 
 # The forking tests run in a fresh interpreter: the reader forks only while no other thread
@@ -65,7 +65,8 @@ def test_views_read_in_a_child_equal_views_read_here() -> None:
     out = _fresh(
         """
 from axl_action.schema import io, load_run_view_files, load_run_views
-assert io._can_fork()
+from axl_action.schema import reading
+assert reading._can_fork()
 files = load_run_view_files(PATHS)
 for got, path in zip(files, PATHS, strict=True):
     expected = load_run_views(path)
@@ -182,7 +183,7 @@ def test_no_fork_while_other_threads_run() -> None:
     worker = threading.Thread(target=stop.wait)
     worker.start()
     try:
-        assert not schema_io._can_fork()
+        assert not schema_reading._can_fork()
         files = load_run_view_files([BASELINE, CANDIDATE])
         assert [f.path for f in files] == [str(BASELINE), str(CANDIDATE)]
     finally:
@@ -227,15 +228,15 @@ def test_the_first_problem_in_a_file_is_reported_however_it_is_read(tmp_path: Pa
     here = {}
     for name, path in paths.items():
         with pytest.raises(ResultFileError) as caught:
-            schema_io.load_run_views(path)
+            load_run_views(path)
         here[name] = str(caught.value)
         assert expected[name] in here[name], (name, here[name])
-    if not schema_io._can_fork():
+    if not schema_reading._can_fork():
         return
     code = """
 import json
 from axl_action.errors import ResultFileError
-from axl_action.schema import load_run_view_files
+from axl_action.schema import load_run_view_files, load_run_views
 seen = {}
 for path in PATHS:
     try:

@@ -1,0 +1,226 @@
+"""The item pass: a results file's items read into plain per-item facts, once.
+
+Everything that counts or compares reads a run as columns (``schema.view.ItemColumns``); this
+is the one pass that builds them from wire-shaped items (camelCase keys, as written), with the
+legacy rules for items older than 0.24. It needs nothing beyond the standard library, so a
+forked reader can run it without importing numpy or pydantic (``schema.reading``): the facts
+are ``array`` columns that pickle as bytes and become numpy arrays without a copy.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ITEM_OUTCOMES: tuple[str, ...] = (
+    "completed",
+    "failed",
+    "cancelled",
+    "budget_skipped",
+    "budget_interrupted",
+)
+"""``outcome`` of an item (runner spec §6.1), in code order."""
+SCORER_OUTCOMES: tuple[str, ...] = (
+    "scored",
+    "failed",
+    "skipped",
+    "cancelled",
+    "budget_skipped",
+    "budget_interrupted",
+)
+"""``scoreDetails[name].outcome`` (runner spec §6.2), in code order."""
+
+#: Code of an absent outcome, and of an outcome string this version does not know.
+NO_OUTCOME = -1
+UNKNOWN_OUTCOME = -2
+ITEM_CODE = {name: code for code, name in enumerate(ITEM_OUTCOMES)}
+SCORER_CODE = {name: code for code, name in enumerate(SCORER_OUTCOMES)}
+
+#: ``scorerCounts`` buckets (compare spec §0.3).
+SCORED, FAILED, SKIPPED = 0, 1, 2
+_SAMPLE_OF_OUTCOME = {"scored": SCORED, "failed": FAILED, "skipped": SKIPPED}
+
+_NAN = float("nan")
+
+
+@dataclass(frozen=True, eq=False)
+class ScorerFacts:
+    """One scorer's facts per item (see ``schema.view.ScorerColumn``)."""
+
+    score: array[float]
+    outcome: array[int]
+    sample: array[int]
+
+
+@dataclass(frozen=True, eq=False)
+class ItemFacts:
+    """Per-item facts of one run, index = item position (see ``schema.view.ItemColumns``)."""
+
+    inputs: list[Any]
+    errors: list[str | None]
+    outcome: array[int]
+    duration: array[float]
+    cost: array[float]
+    scorer_cost: array[float]
+    unpriced: array[int]
+    failures: dict[int, Mapping[str, Any]]
+    scorer_errors: dict[int, list[str]]
+    scorers: dict[str, ScorerFacts]
+
+
+class ItemShapeError(ValueError):
+    """An item field the columns read has the wrong type; the message names the JSON path."""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_number(value: Any, where: str) -> None:
+    kind = type(value)
+    if value is not None and kind is not float and kind is not int:
+        raise ItemShapeError(f"{where}: expected a number or null, got {_shown(value)}")
+
+
+def _check_kind(value: Any, kind: type, where: str, expected: str) -> None:
+    if value is not None and not isinstance(value, kind):
+        raise ItemShapeError(f"{where}: expected {expected} or null, got {_shown(value)}")
+
+
+def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
+    """Read wire-shaped items (camelCase keys, as written) into per-item facts, once.
+
+    The same pass checks the type of every field it reads (a file's items arrive as plain
+    parsed JSON) and raises :class:`ItemShapeError` naming the first bad one; fields it does
+    not read (outputs, annotations, traces) are neither checked nor copied.
+    """
+    n = len(items)
+    inputs: list[Any] = [None] * n
+    errors: list[str | None] = [None] * n
+    outcome = [NO_OUTCOME] * n
+    # Numbers start as NaN, which an absent or null value stays.
+    duration: list[float] = [_NAN] * n
+    cost: list[float] = [_NAN] * n
+    scorer_cost: list[float] = [_NAN] * n
+    unpriced = [False] * n
+    failures: dict[int, Mapping[str, Any]] = {}
+    scorer_errors: dict[int, list[str]] = {}
+    per_scorer: list[tuple[str, list[Any], list[int], list[int]]] = [
+        (name, [_NAN] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names
+    ]
+    number_types = (float, int)
+    item_code, scorer_code, sample_of = ITEM_CODE, SCORER_CODE, _SAMPLE_OF_CODE
+    for i, item in enumerate(items):
+        if type(item) is not dict and not isinstance(item, Mapping):
+            raise ItemShapeError(f"items[{i}]: expected an object, got {_shown(item)}")
+        get = item.get
+        inputs[i] = get("input")
+        error = get("error")
+        if error:
+            if type(error) is not str:
+                raise ItemShapeError(f"items[{i}].error: expected text or null, got {_shown(error)}")
+            errors[i] = error
+        raw_outcome = get("outcome")
+        if raw_outcome is not None:
+            code = item_code.get(raw_outcome) if type(raw_outcome) is str else None
+            if code is None:
+                raise ItemShapeError(
+                    f"items[{i}].outcome: expected one of {', '.join(ITEM_OUTCOMES)}, got {_shown(raw_outcome)}"
+                )
+            outcome[i] = code
+        d, c, sc = get("duration"), get("cost"), get("scorerCost")
+        if (
+            (d is not None and type(d) not in number_types)
+            or (c is not None and type(c) not in number_types)
+            or (sc is not None and type(sc) not in number_types)
+        ):
+            _check_number(d, f"items[{i}].duration")
+            _check_number(c, f"items[{i}].cost")
+            _check_number(sc, f"items[{i}].scorerCost")
+        if d is not None:
+            duration[i] = d
+        if c is not None:
+            cost[i] = c
+        if sc is not None:
+            scorer_cost[i] = sc
+        if get("unpriced") is True:
+            unpriced[i] = True
+        failure = get("failure")
+        if failure:
+            _check_kind(failure, Mapping, f"items[{i}].failure", "an object")
+            failures[i] = failure
+        messages = get("scorerErrors")
+        if messages:
+            _check_kind(messages, list, f"items[{i}].scorerErrors", "a list")
+            scorer_errors[i] = messages
+        scores = get("scores") or _EMPTY
+        details = get("scoreDetails") or _EMPTY
+        if type(scores) is not dict or type(details) is not dict:
+            _check_kind(scores, Mapping, f"items[{i}].scores", "an object")
+            _check_kind(details, Mapping, f"items[{i}].scoreDetails", "an object")
+        for name, score_col, outcome_col, sample_col in per_scorer:
+            score = scores.get(name)
+            if score is not None:
+                if type(score) not in number_types:
+                    raise ItemShapeError(
+                        f"items[{i}].scores.{name}: expected a number or null, got {_shown(score)}"
+                    )
+                score_col[i] = score
+            detail = details.get(name)
+            if detail is not None:
+                if type(detail) is not dict:
+                    _check_kind(detail, Mapping, f"items[{i}].scoreDetails.{name}", "an object")
+                explicit = detail.get("outcome")
+                if explicit is not None:
+                    code = scorer_code.get(explicit) if type(explicit) is str else None
+                    if code is None:
+                        raise ItemShapeError(
+                            f"items[{i}].scoreDetails.{name}.outcome: expected one of "
+                            f"{', '.join(SCORER_OUTCOMES)}, got {_shown(explicit)}"
+                        )
+                    outcome_col[i] = code
+                    if not error:
+                        sample_col[i] = sample_of[code]
+                    continue
+            if not error:
+                sample_col[i] = _legacy_bucket(score, detail)
+    return ItemFacts(
+        inputs=inputs,
+        errors=errors,
+        outcome=array("b", outcome),
+        duration=array("d", duration),
+        cost=array("d", cost),
+        scorer_cost=array("d", scorer_cost),
+        unpriced=array("b", unpriced),
+        failures=failures,
+        scorer_errors=scorer_errors,
+        scorers={
+            name: ScorerFacts(array("d", s), array("b", o), array("b", b)) for name, s, o, b in per_scorer
+        },
+    )
+
+
+_EMPTY: dict[str, Any] = {}
+#: The ``scorerCounts`` bucket of each explicit scorer outcome (an explicit outcome is authoritative).
+_SAMPLE_OF_CODE = [_SAMPLE_OF_OUTCOME.get(name, NO_OUTCOME) for name in SCORER_OUTCOMES]
+
+
+def _legacy_bucket(score: Any, detail: Mapping[str, Any] | None) -> int:
+    """``scorerCounts`` for an item without an error and without an explicit outcome (§0.3).
+
+    The pre-0.24 heuristic: a non-null ``scores[name]`` is scored (also without any
+    ``scoreDetails``), then ``skipped: true`` is skipped, then a ``duration`` means the scorer
+    ran and failed.
+    """
+    if score is not None:
+        return SCORED
+    if detail is None:
+        return NO_OUTCOME
+    if detail.get("skipped") is True:
+        return SKIPPED
+    if detail.get("duration") is not None:
+        return FAILED
+    return NO_OUTCOME
