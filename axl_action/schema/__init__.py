@@ -15,11 +15,16 @@ if TYPE_CHECKING:
     from axl_action.schema._api import __all__ as __all__
 
 
+_MISSING = object()
+
+
 def __getattr__(name: str) -> Any:
     api = importlib.import_module("axl_action.schema._api")
-    try:
-        value = getattr(api, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    # Importing the API binds its submodules here too (``schema.view``, ``schema.io``...).
+    value = getattr(api, name, _MISSING)
+    if value is _MISSING:
+        value = globals().get(name, _MISSING)
+    if value is _MISSING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
