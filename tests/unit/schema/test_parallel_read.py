@@ -247,3 +247,26 @@ print(json.dumps(seen))
 """
     forked = json.loads(_fresh(code, *paths.values()))
     assert forked == {str(p): here[name] for name, p in paths.items()}
+
+
+def test_the_reader_forks_before_numpy_and_pydantic_are_imported() -> None:
+    """compare's readers come from ``schema.reading``, which (with the CLI up to that point and
+    the lazy ``schema`` package) imports neither, so the parent imports them while children parse."""
+    out = _fresh(
+        """
+import sys
+import axl_action.cli.main, axl_action.cli.compare, axl_action.schema.reading
+print(sorted(m for m in ("numpy", "pydantic") if m in sys.modules))
+"""
+    )
+    assert out.strip() == "[]"
+
+
+def test_the_lazy_schema_package_exports_every_api_name() -> None:
+    import axl_action.schema as schema
+    from axl_action.schema import _api
+
+    for name in _api.__all__:
+        assert getattr(schema, name) is getattr(_api, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = schema.nothing  # type: ignore[attr-defined]
