@@ -252,14 +252,21 @@ print(json.dumps(seen))
 def test_the_reader_forks_before_numpy_and_pydantic_are_imported() -> None:
     """compare's readers come from ``schema.reading``, which (with the CLI up to that point and
     the lazy ``schema`` package) imports neither, so the parent imports them while children parse."""
-    out = _fresh(
-        """
-import sys
-import axl_action.cli.main, axl_action.cli.compare, axl_action.schema.reading
-print(sorted(m for m in ("numpy", "pydantic") if m in sys.modules))
-"""
+    code = (
+        "import sys\n"
+        "import axl_action.cli.main, axl_action.cli.compare, axl_action.schema.reading\n"
+        'print(sorted(m for m in ("numpy", "pydantic") if m in sys.modules))\n'
     )
-    assert out.strip() == "[]"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_lazy_schema_package_exports_every_api_name() -> None:
