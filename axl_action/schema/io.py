@@ -30,6 +30,7 @@ from axl_action.schema.jsonio import dumps_js_bytes
 from axl_action.schema.reading import (
     HINT,
     FileRead,
+    HeaderOf,
     ViewFileReads,
     check_shape,
     check_versions,
@@ -179,8 +180,8 @@ def _parse_views(raw: bytes, source: str) -> ViewFile:
         return _finish(read_runs(raw, source, header_of=_header_first(source)))
 
 
-def _header_first(source: str) -> Callable[[dict[str, Any], str], tuple[Any, list[str]]]:
-    def header_of(entry: dict[str, Any], where: str) -> tuple[Any, list[str]]:
+def _header_first(source: str) -> HeaderOf:
+    def header_of(entry: dict[str, Any], where: str) -> tuple[RunHeader, list[str]]:
         header = _validated(entry, source, where)
         return header, header.scorer_names
 

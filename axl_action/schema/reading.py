@@ -28,6 +28,7 @@ from axl_action.schema.itempass import ItemFacts, ItemShapeError, item_facts
 
 if TYPE_CHECKING:
     from axl_action.schema.io import ViewFile
+    from axl_action.schema.result import RunHeader
 
 HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 """The hint of a file that is not a results file this version reads."""
@@ -147,7 +148,7 @@ class RunRead:
     the problem that ended the pass at this run."""
 
     raw: dict[str, Any] | None = None
-    header: Any = None
+    header: RunHeader | None = None
     names: list[str] | None = None
     facts: ItemFacts | None = None
     error: ResultFileError | None = None
@@ -162,7 +163,7 @@ class FileRead:
     runs: list[RunRead]
 
 
-HeaderOf = Callable[[dict[str, Any], str], tuple[Any, list[str]]]
+HeaderOf = Callable[[dict[str, Any], str], "tuple[RunHeader, list[str]]"]
 """Validates a run's header (the entry without ``items``, and its JSON path prefix for
 messages) and returns it with its scorer names; raises ``ResultFileError``."""
 
