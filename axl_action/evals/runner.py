@@ -26,6 +26,7 @@ from axl_action.evals.common import (
     capture_manifest,
     empty_accounting_wire,
     iso_now,
+    item_settled,
     old_objects_frozen,
     tracker_for,
 )
@@ -255,6 +256,7 @@ def execute_run(
             if on_settled is not None:
                 on_settled(index, item)
         results[index] = item
+        item_settled(index)
         state.item_done(index, item.get("outcome"))
 
     task: Callable[[int], None] = process

@@ -541,24 +541,21 @@ def open_operation(kind: str, *, model: str | None = None) -> Operation:
 _PLAIN = (dict, list, str, int, float, bool, type(None), tuple)
 
 
-def _run(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    value = fn(*args)
-    if not isinstance(value, _PLAIN) and inspect.isawaitable(value):
-        awaitable = value
+def _awaited(awaitable: Any) -> Any:
+    """The result of an awaitable a scope's ``fn`` returned, driven on a private event loop."""
 
-        async def wait() -> Any:
-            return await awaitable
+    async def wait() -> Any:
+        return await awaitable
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(wait())
-        # This thread already runs an event loop (a notebook, async caller): a private loop
-        # on a helper thread, in a copy of this context so the scope still applies.
-        context = contextvars.copy_context()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="axl-eval-async") as helper:
-            return helper.submit(context.run, asyncio.run, wait()).result()
-    return value
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    # This thread already runs an event loop (a notebook, async caller): a private loop
+    # on a helper thread, in a copy of this context so the scope still applies.
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="axl-eval-async") as helper:
+        return helper.submit(context.run, asyncio.run, wait()).result()
 
 
 def track(
@@ -592,11 +589,17 @@ def track(
         capture_timing_samples,
     )
     token = _current.set(scope)
+    # The call and the checks after it are written out here rather than in helpers: a run
+    # opens six scopes per item, and each function call is a measurable share of their cost.
     try:
-        scope.value = _run(fn, args)
+        value = fn(*args)
+        if not isinstance(value, _PLAIN) and inspect.isawaitable(value):
+            value = _awaited(value)
+        scope.value = value
     except Exception as exc:
         scope.status, scope.error = "rejected", exc
     finally:
         _current.reset(token)
-        scope.abandon_open()
+        if scope._open:
+            scope.abandon_open()
     return scope

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from axl_action.errors import ResultFileError, validation_problem
 from axl_action.schema.base import WIRE
 from axl_action.schema.itempass import ItemShapeError
-from axl_action.schema.jsonio import dumps_js_bytes
+from axl_action.schema.jsonio import dumps_js_chunks
 from axl_action.schema.reading import (
     HINT,
     FileRead,
@@ -217,15 +217,23 @@ def _wire(result: EvalResult | Mapping[str, Any]) -> Any:
     return result.to_wire() if isinstance(result, EvalResult) else result
 
 
+def result_json_chunks(
+    results: Results, on_replaced: Callable[[list[str]], None] | None = None
+) -> Iterator[bytes]:
+    """:func:`result_json_bytes` in pieces (see :func:`~axl_action.schema.jsonio.dumps_js_chunks`),
+    so that a writer never holds the whole text twice."""
+    with gc_paused():
+        if isinstance(results, EvalResult | Mapping):
+            return dumps_js_chunks(_wire(results), on_replaced)
+        return dumps_js_chunks([_wire(r) for r in results], on_replaced)
+
+
 def result_json_bytes(results: Results, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:
     """UTF-8 JSON of one result (an object) or several (an array), as the TS CLI writes it.
 
     Wire data (the runner's ordered dicts) is written as it is: no model is built to write it.
     """
-    with gc_paused():
-        if isinstance(results, EvalResult | Mapping):
-            return dumps_js_bytes(_wire(results), on_replaced)
-        return dumps_js_bytes([_wire(r) for r in results], on_replaced)
+    return b"".join(result_json_chunks(results, on_replaced))
 
 
 def result_json(results: Results) -> str:
@@ -244,11 +252,11 @@ def write_result_file(
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = result_json_bytes(results, on_replaced)
+    pieces = result_json_chunks(results, on_replaced)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(text)
+            fh.writelines(pieces)
         # mkstemp creates 0600; a results file is an ordinary shareable artifact.
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)

@@ -274,7 +274,7 @@ if os.environ.get("CRASH_IN_WRITE"):
     def _die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    _io.result_json_bytes = _die
+    _io.result_json_chunks = _die
 """
 
 CRASH_IN_FINGERPRINT = """

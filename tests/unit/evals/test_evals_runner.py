@@ -262,6 +262,17 @@ def test_results_keep_dataset_order_under_concurrency() -> None:
     assert [i["input"]["n"] for i in result["items"]] == list(range(40))
 
 
+def test_a_run_hands_every_object_it_set_aside_back_to_the_collector() -> None:
+    """Objects older than the run and settled items are frozen out of the collector's passes
+    while it runs (a thousand items at a time); none may stay frozen once it ended."""
+    import gc
+
+    before = gc.get_freeze_count()
+    result = run(lambda inp, rt: {"output": inp["n"]}, n=2_500, concurrency=4)
+    assert len(result["items"]) == 2_500
+    assert gc.get_freeze_count() == before == 0
+
+
 @pytest.mark.parametrize(
     ("requested", "n", "workers"),
     [(0, 5, 1), (float("nan"), 5, 1), (2.5, 5, 2), (64, 3, 3), (4, 0, 0), ("x", 2, 1)],

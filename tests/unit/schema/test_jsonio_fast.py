@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from axl_action.schema import jsonio
 from axl_action.schema.jsonio import dumps_js_bytes, walk_js
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures"
@@ -22,7 +24,14 @@ _ODD_FLOATS = st.sampled_from(
         1.2e-5,
         1e-4,
         3e16,
+        1e16,
+        -1.5e-6,
+        1e20,
         1e21,
+        -1e21,
+        0.1 + 0.2,
+        1.7976931348623157e308,
+        2.0**63,
         2.5e300,
         5e-324,
         2.0**53,
@@ -41,9 +50,22 @@ _JSON = st.recursive(
 
 
 @settings(max_examples=400, deadline=None)
-@given(_JSON)
-def test_fast_writer_equals_walker(value: object) -> None:
-    assert dumps_js_bytes(value).decode("utf-8") == walk_js(value, 2)
+@given(_JSON, st.sampled_from([1, 5, 1 << 18]))
+def test_fast_writer_equals_walker(value: object, piece: int) -> None:
+    # Small pieces put a piece boundary after every line or few: the respelling must not
+    # depend on where the text is cut.
+    with mock.patch.object(jsonio, "_PIECE", piece):
+        assert dumps_js_bytes(value).decode("utf-8") == walk_js(value, 2)
+
+
+def test_fast_writer_equals_walker_on_a_value_of_many_pieces() -> None:
+    odd = [1.0, -0.0, 1e-7, 1.5e-6, 1e16, 1e21, 0.1 + 0.2, 5e-324, "1.0", "x\n1e16"]
+    value = {
+        "items": [{"i": i, "v": odd[i % len(odd)], "w": [odd[(i * 7) % len(odd)]]} for i in range(40_000)]
+    }
+    text = dumps_js_bytes(value)
+    assert len(text) > 4 * jsonio._PIECE
+    assert text.decode("utf-8") == walk_js(value, 2)
 
 
 def test_fast_writer_round_trips_every_fixture_byte_for_byte() -> None:
