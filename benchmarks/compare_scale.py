@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_bytecode import ensure_bytecode
+
 SCORERS = ("accuracy", "relevance", "tone", "format")
 TYPES = {"accuracy": "deterministic", "relevance": "llm", "tone": "llm", "format": "deterministic"}
 
@@ -173,6 +175,7 @@ def _node_parse(base: Path, cand: Path, repeat: int) -> float | None:
 
 
 def main() -> int:
+    ensure_bytecode()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, nargs="+", default=[10_000, 50_000, 100_000, 200_000])
     parser.add_argument("--repeat", type=int, default=3)

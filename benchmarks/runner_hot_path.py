@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_bytecode import ensure_bytecode
+
 EVALS = Path(__file__).resolve().parent / "evals"
 EVAL_FILE = EVALS / "big_eval.py"
 TS_US_PER_ITEM, TS_RSS_MIB = 11, 151
@@ -102,6 +104,7 @@ def _median(values: list[float]) -> float:
 
 
 def main() -> int:
+    ensure_bytecode()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
