@@ -191,16 +191,34 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
         inputs=inputs,
         errors=errors,
         outcome=array("b", outcome),
-        duration=array("d", duration),
-        cost=array("d", cost),
-        scorer_cost=array("d", scorer_cost),
+        duration=_floats(duration, "duration"),
+        cost=_floats(cost, "cost"),
+        scorer_cost=_floats(scorer_cost, "scorerCost"),
         unpriced=array("b", unpriced),
         failures=failures,
         scorer_errors=scorer_errors,
         scorers={
-            name: ScorerFacts(array("d", s), array("b", o), array("b", b)) for name, s, o, b in per_scorer
+            name: ScorerFacts(_floats(s, f"scores.{name}"), array("b", o), array("b", b))
+            for name, s, o, b in per_scorer
         },
     )
+
+
+def _floats(values: list[float], field: str) -> array[float]:
+    """The column as doubles; an integer too large for one (JSON allows any) is refused with
+    its path, as the type checks refuse other numbers."""
+    try:
+        return array("d", values)
+    except OverflowError:
+        for i, value in enumerate(values):
+            try:
+                float(value)
+            except OverflowError:
+                raise ItemShapeError(
+                    f"items[{i}].{field}: expected a number or null, got {_shown(value)} "
+                    "(too large for a number)"
+                ) from None
+        raise
 
 
 _EMPTY: dict[str, Any] = {}

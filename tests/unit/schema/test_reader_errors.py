@@ -21,6 +21,12 @@ def _variant(tmp_path: Path, name: str, raw: bytes) -> Path:
     return path
 
 
+def _huge_duration() -> bytes:
+    data = json.loads(FIXTURE.read_text())
+    data["items"][1]["duration"] = "HUGE"
+    return json.dumps(data).replace('"HUGE"', "1" + "0" * 400).encode()
+
+
 CASES = {
     "nan": (lambda: FIXTURE.read_bytes().replace(b'"duration": ', b'"duration": NaN, "x": ', 1), "NaN"),
     "infinity": (
@@ -34,6 +40,8 @@ CASES = {
     ),
     "latin1": (lambda: FIXTURE.read_bytes().replace(b'"tiny-3"', b'"tiny-\xe9"', 1), "not UTF-8 text"),
     "python": (lambda: b"from axl_action import define_eval\n", "not an eval file"),
+    # JSON allows any integer; one past a double's range is refused with its path, not a crash.
+    "huge-number": (lambda: _huge_duration(), "items[1].duration"),
     "accounting": (
         lambda: json.dumps(
             {**json.loads(FIXTURE.read_text()), "accounting": {"version": 99, "knownCost": 0}}
