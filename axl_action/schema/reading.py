@@ -242,14 +242,16 @@ def read_runs(
 
 class ViewFileReads:
     """Results files being read as run views, in forked children where the platform allows,
-    while the caller goes on (``compare`` imports its comparison code meanwhile).
+    while the caller goes on (``compare`` imports numpy, pydantic and its comparison code
+    meanwhile).
 
     Parsing a results file is CPU-bound and holds the GIL, so threads cannot overlap two of
     them; forked children can. On Linux, when no other thread runs (fork copies only the
     calling thread, so a lock another thread holds would stay locked in the child), each file
-    is read by a child that sends back its views and exits without freeing what it parsed:
-    compare reads its two 16 MB files in the time of one. Anywhere else, and for a single
-    file, :meth:`wait` reads them one after the other. Either way the views, and the error
+    is read by a child that runs the item pass (:func:`read_runs`), sends back the item facts
+    and the unvalidated headers, and exits without freeing what it parsed; :meth:`wait`
+    validates the headers here and builds the views. Anywhere else, and for a single file,
+    :meth:`wait` reads the files one after the other. Either way the views, and the error
     raised for the first bad file in argument order, are the same. Use it as a context
     manager, so children are reaped even when the caller fails before :meth:`wait`.
     """
