@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from axl_action.compare.prng import ChunkedStream, apply_jump, jump_columns, seed_state
+from axl_action.compare.prng import ChunkedStream, jump, seed_state
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_ALPHA = 0.05
@@ -179,14 +179,20 @@ def draw_in_ranges(
     threads = max(1, min(threads, n_resamples))
     bounds = [n_resamples * t // threads for t in range(threads + 1)]
     start = seed_state(seed)
-    states = [start if b == 0 else apply_jump(jump_columns(b * n), start) for b in bounds[:-1]]
-    if threads == 1:
-        draw_range(0, n_resamples, start)
+    run_parallel(
+        [partial(draw_range, bounds[t], bounds[t + 1], jump(start, bounds[t] * n)) for t in range(threads)]
+    )
+
+
+def run_parallel(jobs: Sequence[Callable[[], None]]) -> None:
+    """Run the jobs, on a thread each when there are several (numpy releases the GIL for the
+    heavy parts); re-raises the first failure."""
+    if len(jobs) == 1:
+        jobs[0]()
         return
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = [pool.submit(draw_range, bounds[t], bounds[t + 1], states[t]) for t in range(threads)]
-        for f in futures:
-            f.result()
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        for future in [pool.submit(job) for job in jobs]:
+            future.result()
 
 
 def _sequential_mean(values: npt.NDArray[np.float64]) -> float:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -34,8 +33,7 @@ from axl_action.compare import bootstrap as exact
 from axl_action.compare.prng import (
     ChunkedStream,
     Xorshift32Stream,
-    apply_jump,
-    jump_columns,
+    jump,
     jump_many,
     seed_state,
 )
@@ -160,24 +158,20 @@ def integer_sums(
     outputs = [
         [[np.zeros(n_resamples, dtype=np.int64) for _ in g.columns] for g in groups] for _ in range(threads)
     ]
-    jobs = [
-        partial(
-            _sum_positions,
-            groups,
-            n_resamples,
-            outputs[t],
-            bounds[t],
-            bounds[t + 1],
-            start if bounds[t] == 0 else apply_jump(jump_columns(bounds[t]), start),
-        )
-        for t in range(threads)
-    ]
-    if threads == 1:
-        jobs[0]()
-    else:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            for future in [pool.submit(job) for job in jobs]:
-                future.result()
+    exact.run_parallel(
+        [
+            partial(
+                _sum_positions,
+                groups,
+                n_resamples,
+                outputs[t],
+                bounds[t],
+                bounds[t + 1],
+                jump(start, bounds[t]),
+            )
+            for t in range(threads)
+        ]
+    )
     sums: list[I64 | None] = [None] * len(codes)
     low = (1 << _HALF) - 1
     for g, group in enumerate(groups):
