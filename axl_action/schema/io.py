@@ -30,7 +30,6 @@ from axl_action.schema.jsonio import dumps_js_chunks
 from axl_action.schema.reading import (
     HINT,
     FileRead,
-    HeaderOf,
     ViewFileReads,
     check_shape,
     check_versions,
@@ -144,24 +143,19 @@ def load_run_view_files(paths: Sequence[str | os.PathLike[str]]) -> list[ViewFil
         return reads.wait()
 
 
-class _NamesChanged(Exception):
-    """Validation changed the scorer names the facts were read with (never seen: the names
-    are dict keys, which validation keeps); the file is read again, headers first."""
-
-
 def _finish(read: FileRead) -> ViewFile:
     """The views of a file after the item pass: the headers it left are validated in file
     order, and the first problem is raised."""
     views = []
     for i, run in enumerate(read.runs):
-        header = run.header
-        if run.raw is not None:
-            header = _validated(run.raw, read.source, f"[{i}]" if read.is_list else "")
-            if header.scorer_names != run.names:
-                raise _NamesChanged
+        header = (
+            None if run.raw is None else _validated(run.raw, read.source, f"[{i}]" if read.is_list else "")
+        )
         if run.error is not None:
             raise run.error
-        assert isinstance(header, RunHeader) and run.facts is not None
+        # Validation keeps a dict's keys and their order: the names the facts were read with
+        # are the header's scorer names (a header without them did not validate).
+        assert header is not None and run.facts is not None and header.scorer_names == run.names
         views.append(RunView(header=header, items=columns_of(run.facts)))
     return ViewFile(path=read.source, runs=views, is_list=read.is_list)
 
@@ -174,28 +168,12 @@ def _validated(entry: dict[str, Any], source: str, where: str) -> RunHeader:
 
 
 def _parse_views(raw: bytes, source: str) -> ViewFile:
-    try:
-        return _finish(read_runs(raw, source))
-    except _NamesChanged:
-        return _finish(read_runs(raw, source, header_of=_header_first(source)))
-
-
-def _header_first(source: str) -> HeaderOf:
-    def header_of(entry: dict[str, Any], where: str) -> tuple[RunHeader, list[str]]:
-        header = _validated(entry, source, where)
-        return header, header.scorer_names
-
-    return header_of
+    return _finish(read_runs(raw, source))
 
 
 def views_of_read(read: FileRead | None, path: str | os.PathLike[str]) -> ViewFile:
     """The views of what a forked reader sent (``None``: it died, and the file is read here)."""
-    if read is None:
-        return load_run_views(path)
-    try:
-        return _finish(read)
-    except _NamesChanged:
-        return load_run_views(path)
+    return load_run_views(path) if read is None else _finish(read)
 
 
 def prepare_header_validation() -> None:

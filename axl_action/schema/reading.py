@@ -17,7 +17,7 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,6 @@ from axl_action.schema.itempass import ItemFacts, ItemShapeError, item_facts
 
 if TYPE_CHECKING:
     from axl_action.schema.io import ViewFile
-    from axl_action.schema.result import RunHeader
 
 HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 """The hint of a file that is not a results file this version reads."""
@@ -143,12 +142,11 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
 
 @dataclass(frozen=True)
 class RunRead:
-    """One run as the item pass leaves it: its header still to validate (``raw``) or already
-    validated (``header``), the scorer names its facts were read with, its item facts, or
-    the problem that ended the pass at this run."""
+    """One run as the item pass leaves it: its header still to validate (``raw``), the scorer
+    names its facts were read with, its item facts, or the problem that ended the pass at
+    this run."""
 
     raw: dict[str, Any] | None = None
-    header: RunHeader | None = None
     names: list[str] | None = None
     facts: ItemFacts | None = None
     error: ResultFileError | None = None
@@ -163,11 +161,6 @@ class FileRead:
     runs: list[RunRead]
 
 
-HeaderOf = Callable[[dict[str, Any], str], "tuple[RunHeader, list[str]]"]
-"""Validates a run's header (the entry without ``items``, and its JSON path prefix for
-messages) and returns it with its scorer names; raises ``ResultFileError``."""
-
-
 def raw_scorer_names(entry: dict[str, Any]) -> list[str] | None:
     """The keys of ``summary.scorers`` as written, which validation keeps (``RunHeader.
     scorer_names``); None when they are not a plain object (the header is then invalid)."""
@@ -178,14 +171,11 @@ def raw_scorer_names(entry: dict[str, Any]) -> list[str] | None:
     return list(scorers)
 
 
-def read_runs(
-    raw: bytes, source: str, retain: list[Any] | None = None, header_of: HeaderOf | None = None
-) -> FileRead:
+def read_runs(raw: bytes, source: str, retain: list[Any] | None = None) -> FileRead:
     """The item pass over a results file: each run's item facts, read with the scorer names
     as written, and its header left to the caller (``schema.io``), so a forked reader never
-    builds the header's validator; with ``header_of`` each header is validated first. The
-    first problem of a run ends the pass and is kept with that run, so the caller raises
-    problems in file order.
+    builds the header's validator. The first problem of a run ends the pass and is kept with
+    that run, so the caller raises problems in file order.
 
     Each run's parsed items are dropped as soon as its facts are read, or handed to
     ``retain`` by a caller that is about to exit anyway (freeing 100,000 parsed items one
@@ -213,30 +203,21 @@ def read_runs(
             )
             runs.append(RunRead(error=not_a_list))
             break
-        header = None
-        if header_of is None:
-            names = raw_scorer_names(entry)
-            if names is None:  # left for the caller's validation to refuse
-                runs.append(RunRead(raw=entry))
-                break
-        else:
-            try:
-                header, names = header_of(entry, f"[{i}]" if is_list else "")
-            except ResultFileError as err:
-                runs.append(RunRead(error=err))
-                break
-        unvalidated = None if header_of else entry
+        names = raw_scorer_names(entry)
+        if names is None:  # left for the caller's validation to refuse
+            runs.append(RunRead(raw=entry))
+            break
         try:
             facts = item_facts(items, names)
         except ItemShapeError as err:
             failed = ResultFileError(f"{source} is not a valid axl-eval result: at {prefix}{err}", hint=HINT)
-            runs.append(RunRead(raw=unvalidated, header=header, names=names, error=failed))
+            runs.append(RunRead(raw=entry, names=names, error=failed))
             break
         if retain is not None:
             retain.append(items)
         entries[i] = None  # drop this run's parsed items before reading the next
         del items
-        runs.append(RunRead(raw=unvalidated, header=header, names=names, facts=facts))
+        runs.append(RunRead(raw=entry, names=names, facts=facts))
     return FileRead(source, is_list, runs)
 
 
