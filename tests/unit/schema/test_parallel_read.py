@@ -47,7 +47,11 @@ def same(a, b):
 
 def _fresh(code: str, *paths: Path) -> str:
     """Run ``code`` (with ``same`` and ``PATHS`` defined) in a new interpreter; its stdout."""
-    program = f"{_SAME}\nPATHS = {[str(p) for p in paths]!r}\n{code}"
+    return _python(f"{_SAME}\nPATHS = {[str(p) for p in paths]!r}\n{code}")
+
+
+def _python(program: str) -> str:
+    """Run ``program`` in a new interpreter that imports this checkout; its stdout."""
     done = subprocess.run(
         [sys.executable, "-c", program],
         capture_output=True,
@@ -252,21 +256,12 @@ print(json.dumps(seen))
 def test_the_reader_forks_before_numpy_and_pydantic_are_imported() -> None:
     """compare's readers come from ``schema.reading``, which (with the CLI up to that point and
     the lazy ``schema`` package) imports neither, so the parent imports them while children parse."""
-    code = (
+    out = _python(
         "import sys\n"
         "import axl_action.cli.main, axl_action.cli.compare, axl_action.schema.reading\n"
         'print(sorted(m for m in ("numpy", "pydantic") if m in sys.modules))\n'
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert out.strip() == "[]"
 
 
 def test_the_lazy_schema_package_exports_every_api_name() -> None:
