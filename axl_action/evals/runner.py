@@ -257,7 +257,8 @@ def execute_run(
                 on_settled(index, item)
         results[index] = item
         item_settled(index)
-        state.item_done(index, item.get("outcome"))
+        if on_progress is not None:
+            state.item_done(index, item.get("outcome"))
 
     task: Callable[[int], None] = process
     count = len(items_in)
@@ -500,9 +501,10 @@ def _process_item(
             capture_timing_samples=True,
         )
         item["duration"] = elapsed_ms(start)
-        if generation.timing:
+        measured = generation.ledger is not None  # the workflow reported an operation
+        if measured and generation.timing:
             item["timing"] = generation.timing
-        if generation.samples:
+        if measured and generation.samples:
             with state.lock:
                 for model, samples in generation.samples.items():
                     state.samples.setdefault(model, []).extend(samples)
@@ -538,10 +540,11 @@ def _process_item(
         if report:
             item["callerReport"] = report
         safe = _safe_metadata(value)
-        measured = generation.metadata
-        if measured is not None or safe:
-            item["metadata"] = {**(measured or {}), **json_safe(safe)}
-        note_closure(admission, "case")
+        found = generation.metadata if measured else None
+        if found is not None or safe:
+            item["metadata"] = {**(found or {}), **json_safe(safe)}
+        if admission is not None:
+            note_closure(admission, "case")
         score_item(item, output, input_, annotations, env)
 
     scope = tracker(

@@ -204,7 +204,8 @@ def _score_one(
             detail["accounting"] = result.accounting
         detail["outcome"] = "failed"
         message, score = f'Scorer "{s.name}" threw: {error_message(exc)}', None
-    note_closure(admission, "scorer")
+    if admission is not None:
+        note_closure(admission, "scorer")
     return detail, message, score
 
 
@@ -234,7 +235,7 @@ def _classify(
     if (kind is float or kind is int) and 0 <= value <= 1:
         rounded = round3(value) + 0.0
         detail: dict[str, Any] = {"score": rounded, "duration": duration}
-        if result.measured or not env.instrumented:
+        if (result.ledger is not None and result.measured) or not env.instrumented:
             _with_cost(detail, result, env, None)
         detail["outcome"] = "scored"
         return detail, None, rounded

@@ -38,10 +38,11 @@ def _rollup(items: Sequence[Mapping[str, Any]], counts_key: str, list_key: str) 
     totals: dict[str, float] = {}
     for item in items:
         metadata = item.get("metadata")
-        if not isinstance(metadata, Mapping):
+        # Most items of a run without model calls have none: no ABC check for them.
+        if metadata is None or (type(metadata) is not dict and not isinstance(metadata, Mapping)):
             continue
         counts = metadata.get(counts_key)
-        if isinstance(counts, Mapping):
+        if counts is not None and isinstance(counts, Mapping):
             for name, n in counts.items():
                 if isinstance(n, int | float) and not isinstance(n, bool):
                     totals[name] = totals.get(name, 0) + n

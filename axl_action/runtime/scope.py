@@ -222,13 +222,13 @@ class Scope(Generic[T]):
 
     __slots__ = (
         "_accounting",
-        "_ledger",
         "_open",
         "admission",
         "capture",
         "correlation",
         "error",
         "keep_samples",
+        "ledger",
         "parent",
         "purpose",
         "status",
@@ -251,9 +251,10 @@ class Scope(Generic[T]):
         # Shared with the parent when unchanged: treated as immutable.
         self.correlation = correlation
         self.keep_samples = keep_samples
-        # Created by the first operation: most scopes (deterministic scorers, workflows that
-        # make no call) measure nothing, and a ledger is a dozen dicts.
-        self._ledger: _Ledger | None = None
+        self.ledger: _Ledger | None = None
+        """What operations reported to this scope; ``None`` while none has (most scopes:
+        deterministic scorers, workflows that make no call), which a caller can test before
+        reading the figures below. Created by the first operation: a ledger is a dozen dicts."""
         self._open: set[Operation] | None = None
         self.status: Literal["fulfilled", "rejected"] = "fulfilled"
         """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
@@ -276,12 +277,11 @@ class Scope(Generic[T]):
         scope.status, scope.value, scope.error, scope._accounting = status, value, error, accounting
         return scope
 
-    @property
-    def ledger(self) -> _Ledger:
-        """The scope's ledger (created on first use; callers hold ``_LOCK``)."""
-        ledger = self._ledger
+    def open_ledger(self) -> _Ledger:
+        """The scope's ledger, created on first use (callers hold ``_LOCK``)."""
+        ledger = self.ledger
         if ledger is None:
-            ledger = self._ledger = _Ledger(self.keep_samples)
+            ledger = self.ledger = _Ledger(self.keep_samples)
         return ledger
 
     def chain(self) -> tuple[Scope[Any], ...]:
@@ -320,19 +320,19 @@ class Scope(Generic[T]):
         reads their record.
         """
         if self._accounting is None:
-            if self._ledger is None:
+            if self.ledger is None:
                 # Shared by every scope that measured nothing (most items of a deterministic
                 # run): callers copy before they change a record, never edit one in place.
                 self._accounting = _EMPTY_RECORD
             else:
                 with _LOCK:
-                    self._accounting = self._ledger.record()
+                    self._accounting = self.ledger.record()
         return self._accounting
 
     @property
     def timing(self) -> dict[str, dict[str, float]] | None:
         """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
-        ledger = self._ledger
+        ledger = self.ledger
         if ledger is None or not ledger.timing:
             return None
         with _LOCK:
@@ -341,7 +341,7 @@ class Scope(Generic[T]):
     @property
     def samples(self) -> dict[str, list[CallTiming]] | None:
         """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
-        ledger = self._ledger
+        ledger = self.ledger
         if ledger is None or not ledger.samples:
             return None
         with _LOCK:
@@ -350,7 +350,7 @@ class Scope(Generic[T]):
     @property
     def metadata(self) -> dict[str, Any] | None:
         """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
-        ledger = self._ledger
+        ledger = self.ledger
         if ledger is None:
             return None
         with _LOCK:
@@ -359,7 +359,7 @@ class Scope(Generic[T]):
     @property
     def measured(self) -> bool:
         """True when the scope saw at least one operation or one denied operation."""
-        ledger = self._ledger
+        ledger = self.ledger
         if ledger is None:
             return False
         return ledger.total > 0 or ledger.denied > 0 or ledger.settled > 0 or ledger.unknown > 0
@@ -416,7 +416,7 @@ class Operation:
             self._home.closed(self)
         if self.model is not None and self.kind in _MODEL_KINDS:
             for scope in self._chain:
-                calls = scope.ledger.model_calls
+                calls = scope.open_ledger().model_calls
                 calls[self.model] = calls.get(self.model, 0) + 1
 
     def before_dispatch(self) -> None:
@@ -436,7 +436,7 @@ class Operation:
                 self._unknown_locked("usage_missing", None)
             else:
                 for scope in self._chain:
-                    ledger = scope.ledger
+                    ledger = scope.open_ledger()
                     ledger.total -= 1
                     ledger.denied += 1
                     left = ledger.by_kind.get(self.kind, 0) - 1
@@ -467,7 +467,7 @@ class Operation:
                 return
             bucket = self._bucket()
             for scope in self._chain:
-                ledger = scope.ledger
+                ledger = scope.open_ledger()
                 ledger.add_usage(usage)
                 ledger.settled += 1
                 ledger.known_cost += cost
@@ -485,7 +485,7 @@ class Operation:
 
     def _unknown_locked(self, reason: str, usage: Mapping[str, float] | None) -> None:
         for scope in self._chain:
-            ledger = scope.ledger
+            ledger = scope.open_ledger()
             ledger.add_usage(usage)
             ledger.unknown += 1
             ledger.reasons[reason] = ledger.reasons.get(reason, 0) + 1
@@ -495,7 +495,7 @@ class Operation:
         """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
         with _LOCK:
             for scope in self._chain:
-                scope.ledger.add_timing(model_uri, timing)
+                scope.open_ledger().add_timing(model_uri, timing)
 
     def capture(self, record: Mapping[str, Any]) -> None:
         """Send a request record to the run's capture sink, stamped with correlation ids."""
@@ -523,14 +523,14 @@ def open_operation(kind: str, *, model: str | None = None) -> Operation:
     with _LOCK:
         if any(c.closed for c in op._controllers):
             for scope in op._chain:
-                scope.ledger.denied += 1
+                scope.open_ledger().denied += 1
             op._state = "retracted"
             raise AdmissionDeniedError(
                 f"{kind} operation refused: the run budget is closed",
                 hint="raise --budget or the eval's budget to admit more spend",
             )
         for scope in op._chain:
-            ledger = scope.ledger
+            ledger = scope.open_ledger()
             ledger.total += 1
             ledger.by_kind[kind] = ledger.by_kind.get(kind, 0) + 1
         if home is not None:
