@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -27,6 +28,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Render the PR comment, job summary and HTML report for a result"),
     "history": ("history", "Build a history.json of baseline runs from results files"),
 }
+
+# Commands that load eval files: their code may use numpy's BLAS as it likes.
+RUNS_EVAL_CODE = frozenset({"run", "rescore"})
+
+
+def one_blas_thread() -> None:
+    """Ask for a single OpenBLAS thread before numpy loads, unless the user chose a number.
+
+    Our numpy work is element-wise arithmetic, gathers and sorts, never BLAS. Yet loading
+    numpy starts an OpenBLAS worker per core, and each spins for about 0.1 s of CPU waiting
+    for work that never comes: on a two-core runner `compare` lost that to its forked readers.
+    Only commands that run no eval code do this (see ``RUNS_EVAL_CODE``).
+    """
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 USAGE = """\
 Usage: axl-eval <eval paths...> [flags]          run evals (same as `axl-eval run`)
@@ -68,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tolerant_console()
     name = args[0] if args[0] in COMMANDS else "run"
     rest = args[1:] if args[0] in COMMANDS else args
+    if name not in RUNS_EVAL_CODE:
+        one_blas_thread()
     module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
     try:
         code: int = module.run(rest)
