@@ -196,6 +196,19 @@ def _score_one(
         note_closure(admission, "scorer")
         return detail, f'Scorer "{s.name}" threw: {error_message(error)}', None
 
+    value: Any = result.value
+    kind = type(value)
+    # A plain number (bool excluded: its type is not int) in range: the common case, decided
+    # here without a call. NaN fails both comparisons, so only finite numbers pass.
+    if (kind is float or kind is int) and 0 <= value <= 1:
+        rounded = round3(value) + 0.0
+        detail = {"score": rounded, "duration": duration}
+        if (result.ledger is not None and result.measured) or not env.instrumented:
+            _with_cost(detail, result, env, None)
+        detail["outcome"] = "scored"
+        if admission is not None:
+            note_closure(admission, "scorer")
+        return detail, None, rounded
     try:
         detail, message, score = _classify(s, result, input_, duration, env)
     except Exception as exc:
@@ -226,19 +239,10 @@ def _invalid_score(name: str, value: Any, raw_score: Any, input_: Any) -> str:
 def _classify(
     s: Scorer, result: TrackResult[Any], input_: Any, duration: int, env: ScoringEnv
 ) -> tuple[dict[str, Any], str | None, float | None]:
-    """A fulfilled scorer's value -> detail: a number in [0, 1] (or ``{score, metadata?, cost?}``)
-    is scored, anything else failed."""
+    """A fulfilled scorer's value other than a plain number in [0, 1] (which ``_score_one``
+    decides itself) -> detail: ``{score, metadata?, cost?}`` with a score in range is scored,
+    anything else failed."""
     value: Any = result.value
-    kind = type(value)
-    # A plain number (bool excluded: its type is not int) in range: the common case, decided
-    # first. NaN fails both comparisons, so only finite numbers pass.
-    if (kind is float or kind is int) and 0 <= value <= 1:
-        rounded = round3(value) + 0.0
-        detail: dict[str, Any] = {"score": rounded, "duration": duration}
-        if (result.ledger is not None and result.measured) or not env.instrumented:
-            _with_cost(detail, result, env, None)
-        detail["outcome"] = "scored"
-        return detail, None, rounded
     if value is None:
         raise TypeError("score() returned None")
     raw_score: Any
@@ -254,7 +258,7 @@ def _classify(
         raw_score = getattr(value, "score", _MISSING)
         metadata = getattr(value, "metadata", None)
         caller_cost = getattr(value, "cost", None)
-    detail = {"score": None}
+    detail: dict[str, Any] = {"score": None}
     if metadata:
         detail["metadata"] = json_safe(metadata)
     detail["duration"] = duration
