@@ -57,7 +57,7 @@ from axl_action.runtime.scope import (
 from axl_action.schema.accounting import Accounting, aggregate_accounting
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 from axl_action.schema.journal import RunFacts, ShardFacts
-from axl_action.schema.view import RunView, build_summary, item_columns, wire_view
+from axl_action.schema.view import RunView, build_summary, item_columns, prepare_validators, wire_view
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
 RESERVED_METADATA_KEYS = frozenset(
@@ -139,6 +139,7 @@ def plan_run(
     Raises for what would make the run fail before its first item: an invalid item error-rate
     limit or budget, a missing workflow, a bad shard.
     """
+    prepare_validators()  # the process's one-time set-up, before the run's clock starts
     started = time.perf_counter()
     limit = definition.fail_on_item_error_rate
     if limit is None:

@@ -176,12 +176,6 @@ def views_of_read(read: FileRead | None, path: str | os.PathLike[str]) -> ViewFi
     return load_run_views(path) if read is None else _finish(read)
 
 
-def prepare_header_validation() -> None:
-    """Build the run header's validator now (it is otherwise built on first use), while
-    forked readers parse."""
-    RunHeader.model_rebuild()
-
-
 def parse_run_views(raw: bytes, source: str = "<results>") -> ViewFile:
     """:func:`load_run_views` over bytes already read."""
     with gc_paused():

@@ -249,14 +249,14 @@ class ViewFileReads:
 
     def wait(self) -> list[ViewFile]:
         """The views of every file, in argument order; raises the first file's error."""
-        from axl_action.schema import io  # numpy and pydantic: imported while children parse
+        from axl_action.schema import io, view  # numpy and pydantic: imported while children parse
 
         if not self._children:
             return [io.load_run_views(p) for p in self._paths]
         try:
             # The children leave the headers to this process, which builds their validator
-            # while they parse instead of each child building it after.
-            io.prepare_header_validation()
+            # (and the coverage models') while they parse instead of each child after.
+            view.prepare_validators()
             with gc_paused():  # unpickling builds many small objects, all of them kept
                 return [
                     io.views_of_read(_collect(fd), path)

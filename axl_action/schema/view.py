@@ -212,6 +212,18 @@ def run_view(result: EvalResult) -> RunView:
     return RunView(header=result, items=item_columns(wire["items"], result.scorer_names))
 
 
+def prepare_validators() -> None:
+    """Build the validators of the run header and of the summary's coverage models now.
+
+    The result models build theirs on first use (commands that never validate a result do
+    not pay for them). Compare calls this while its forked readers parse; the runner before
+    its clock starts, so a run's ``duration`` does not count the process's one-time set-up
+    (8-18 ms, about 0.5-0.9 µs per item of a 20,000-item run).
+    """
+    for model in (RunHeader, ItemCoverage, ScorerCoverage, Coverage, ItemErrorRate):
+        model.model_rebuild()
+
+
 def wire_view(wire: Mapping[str, Any], items: ItemColumns | None = None) -> RunView:
     """The view of a result held as wire data (the runner's or rescore's output, before writing).
 
