@@ -566,12 +566,18 @@ def track(
     capture: CaptureSink | None = None,
     capture_correlation: Mapping[str, Any] | None = None,
     capture_timing_samples: bool = False,
+    reuse: Scope[Any] | None = None,
 ) -> Scope[T]:
     """Run ``fn(*args)`` inside a new scope nested in the current one; never raises ``Exception``.
 
     ``purpose`` defaults to the parent's (root: generation). ``capture`` declares the capture
     sink (inherited downwards); ``capture_correlation`` is merged over the parent's. A ``fn``
     returning an awaitable is driven to completion on a private event loop.
+
+    ``reuse``: the scope an earlier call with the same parent and options returned, once its
+    caller has read it. If nothing reported to it, it is cleared and run again instead of
+    making a new one (it is then indistinguishable from a new one): an item's deterministic
+    scorers, which almost never measure anything, share one object between them.
     """
     parent = _current.get()
     if parent is None:
@@ -580,14 +586,20 @@ def track(
         correlation = {**parent.correlation, **capture_correlation}
     else:
         correlation = parent.correlation
-    scope: Scope[T] = Scope(
-        parent,
-        purpose or (parent.purpose if parent is not None else "generation"),
-        admission,
-        capture if capture is not None else (parent.capture if parent is not None else None),
-        correlation,
-        capture_timing_samples,
-    )
+    scope: Scope[T]
+    if reuse is not None and reuse.ledger is None and not reuse._open and reuse.parent is parent:
+        scope = reuse
+        scope.status, scope.value, scope.error, scope._accounting = "fulfilled", None, None, None
+        scope.correlation = correlation
+    else:
+        scope = Scope(
+            parent,
+            purpose or (parent.purpose if parent is not None else "generation"),
+            admission,
+            capture if capture is not None else (parent.capture if parent is not None else None),
+            correlation,
+            capture_timing_samples,
+        )
     token = _current.set(scope)
     # The call and the checks after it are written out here rather than in helpers: a run
     # opens six scopes per item, and each function call is a measurable share of their cost.

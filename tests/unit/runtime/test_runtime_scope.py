@@ -327,3 +327,55 @@ def test_awaitables_work_when_the_thread_already_runs_a_loop() -> None:
 
     with ThreadPoolExecutor(1) as pool:
         assert pool.submit(asyncio.run, caller()).result() == (3, 0.25)
+
+
+def test_a_scope_that_measured_nothing_is_reused_cleared() -> None:
+    def siblings() -> list[tuple[object, str, object, object, bool]]:
+        out = []
+        last = None
+        for fn in (lambda: 1, lambda: 1 / 0, lambda: 3):
+            last = track(fn, purpose="judging", reuse=last)
+            out.append((last, last.status, last.value, last.error, last.measured))
+        return out
+
+    (a, *first), (b, *second), (c, *third) = track(siblings).value or []
+    assert a is b is c  # one object between them
+    assert first == ["fulfilled", 1, None, False]
+    assert second[0] == "rejected" and second[1] is None and isinstance(second[2], ZeroDivisionError)
+    assert third == ["fulfilled", 3, None, False]
+
+
+def test_a_scope_that_measured_something_is_never_reused() -> None:
+    def siblings() -> None:
+        paying = track(lambda: paid(0.25), purpose="judging")
+        before = dict(paying.accounting)
+        after = track(lambda: 2, purpose="judging", reuse=paying)
+        assert after is not paying and not after.measured
+        assert paying.accounting == before and paying.accounting["knownCost"] == 0.25
+        again = track(lambda: paid(0.5), purpose="judging", reuse=after)  # reused, then measures
+        assert again is after and again.accounting["knownCost"] == 0.5
+
+    result = track(siblings)
+    assert result.status == "fulfilled", result.error
+    assert result.accounting["knownCost"] == 0.75
+    assert result.accounting["breakdown"]["judging"] == 0.75
+
+
+def test_a_reused_scope_takes_the_new_capture_correlation() -> None:
+    seen: list[dict[str, object]] = []
+
+    class Sink:
+        def write(self, record: object) -> None:
+            seen.append(dict(record))  # type: ignore[call-overload]
+
+    def judge() -> None:
+        op = open_operation("chat")
+        op.capture({"phase": "end"})
+        op.settle(0, {}, "provider_reported")
+
+    def siblings() -> None:
+        quiet = track(lambda: 1, capture_correlation={"scorer": "a"})
+        track(judge, capture_correlation={"scorer": "b"}, reuse=quiet)
+
+    track(siblings, capture=Sink())
+    assert seen[0]["scorer"] == "b"
