@@ -38,6 +38,7 @@ from axl_action.evals.pool import run_pool
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import (
     ScoringEnv,
+    drop_traceback,
     elapsed_ms,
     error_message,
     note_closure,
@@ -512,6 +513,7 @@ def _process_item(
         if generation.status == "rejected":
             error = generation.error
             assert error is not None
+            drop_traceback(error)
             if is_admission_denial(error):
                 note_closure(admission, "operation")
                 item["outcome"] = "budget_interrupted"
@@ -557,6 +559,7 @@ def _process_item(
         # A broken workflow contract (not a mapping, no output): an ordinary item failure.
         error = scope.error
         assert error is not None
+        drop_traceback(error)
         item.setdefault("duration", elapsed_ms(start))
         item["outcome"] = "failed"
         item["scores"] = {}

@@ -380,3 +380,39 @@ def test_a_hand_rolled_dataset_works() -> None:
     assert "without a name and a get_items() method" in str(
         validate_definition(define_eval("w", object(), [EXACT]))
     )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_failed_items_and_scorers_free_their_frames_without_the_cyclic_collector(concurrency: int) -> None:
+    # A caught exception's traceback links every caller's frame, one of which holds the scope
+    # that holds the exception: unless the runner drops it once the error is text, each failure
+    # keeps its frames (and through the workers' frames the run's items) until a full collection.
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+
+    alive: list[weakref.ref[Marker]] = []
+
+    def workflow(inp: dict[str, Any], rt: Any) -> dict[str, Any]:
+        marker = Marker()
+        alive.append(weakref.ref(marker))
+        if inp["n"] % 2:
+            raise ValueError(f"workflow fails on {inp['n']}")
+        return {"output": inp["n"] * 2}
+
+    def failing(output: Any) -> float:
+        marker = Marker()
+        alive.append(weakref.ref(marker))
+        raise RuntimeError("scorer fails")
+
+    gc.collect()
+    gc.disable()
+    try:
+        result = run(workflow, n=6, scorers=[EXACT, scorer("failing", failing)], concurrency=concurrency)
+        assert [i["outcome"] for i in result["items"]] == ["completed", "failed"] * 3
+        assert result["items"][0]["scorerErrors"] == ['Scorer "failing" threw: scorer fails']
+        assert len(alive) == 9 and all(ref() is None for ref in alive)
+    finally:
+        gc.enable()
