@@ -157,21 +157,31 @@ def _compare_cmd(base: Path, cand: Path) -> list[str]:
     return [sys.executable, "-m", "axl_action", "compare", str(base), str(cand), "--seed", "1"]
 
 
-def _node_parse(base: Path, cand: Path, repeat: int) -> float | None:
-    node = shutil.which("node")
-    if node is None:
-        return None
+def _node_parse_once(node: str, base: Path, cand: Path) -> float:
     script = (
         "const fs=require('fs');const t=process.hrtime.bigint();"
         f"JSON.parse(fs.readFileSync({json.dumps(str(base))},'utf8'));"
         f"JSON.parse(fs.readFileSync({json.dumps(str(cand))},'utf8'));"
         "console.log(Number(process.hrtime.bigint()-t)/1e9)"
     )
-    times = sorted(
-        float(subprocess.run([node, "-e", script], capture_output=True, text=True, check=True).stdout)
-        for _ in range(repeat)
-    )
-    return times[len(times) // 2]
+    return float(subprocess.run([node, "-e", script], capture_output=True, text=True, check=True).stdout)
+
+
+def _with_node_reference(base: Path, cand: Path, repeat: int) -> tuple[float, float, float | None]:
+    """Median compare wall and RSS, and the median Node ``JSON.parse`` of the same files, the
+    two interleaved run by run: this machine's speed swings within minutes, and a reference
+    measured minutes apart from the figure it scales would not be one."""
+    node = shutil.which("node")
+    runs: list[tuple[float, float]] = []
+    parses: list[float] = []
+    for _ in range(repeat):
+        runs.append(_child(_compare_cmd(base, cand)))
+        if node is not None:
+            parses.append(_node_parse_once(node, base, cand))
+    runs.sort()
+    parses.sort()
+    wall, rss = runs[len(runs) // 2]
+    return wall, rss, (parses[len(parses) // 2] if parses else None)
 
 
 def main() -> int:
@@ -183,8 +193,7 @@ def main() -> int:
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     base, cand = BIG / "big-baseline.json", BIG / "big-candidate.json"
     if base.exists():
-        wall, rss = _median(_compare_cmd(base, cand), args.repeat)
-        parse = _node_parse(base, cand, args.repeat)
+        wall, rss, parse = _with_node_reference(base, cand, max(args.repeat, 7))
         print("\n20,000 x 4 pair written by the TypeScript CLI (axl-eval compare, whole command):")
         print(f"  axl-eval-action: {wall:.2f} s, {rss:.0f} MiB")
         print(

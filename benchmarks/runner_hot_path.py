@@ -117,9 +117,17 @@ def main() -> int:
     env = {**os.environ, "BIG_ITEMS": str(args.items)}
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     n = ["--items", str(args.items)]
-    bare = _median([_child([*n, "--child", "bare", "0"], env) for _ in range(args.repeat)])
-    c20 = _median([_child([*n, "--child", "run", "20"], env) for _ in range(args.repeat)])
-    c1 = _median([_child([*n, "--child", "run", "1"], env) for _ in range(args.repeat)])
+    # Interleaved round by round: this machine's speed swings within minutes, and a bare loop
+    # measured minutes apart from the runner would not be a same-run reference.
+    rounds = [
+        (
+            _child([*n, "--child", "bare", "0"], env),
+            _child([*n, "--child", "run", "20"], env),
+            _child([*n, "--child", "run", "1"], env),
+        )
+        for _ in range(args.repeat)
+    ]
+    bare, c20, c1 = (_median([r[k] for r in rounds]) for k in range(3))
     wholes = sorted(_whole(args.items, env) for _ in range(args.repeat))
     wall, rss, duration = wholes[len(wholes) // 2]
     imports = _median([_import_time(env) for _ in range(args.repeat)])
