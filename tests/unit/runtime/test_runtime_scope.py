@@ -225,23 +225,31 @@ def test_timing_rollup_and_samples() -> None:
     assert track(body).samples is None
 
 
+class RecordingSink:
+    """A capture sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, object]] = []
+
+    def write(self, record: object) -> None:
+        self.seen.append(dict(record))  # type: ignore[call-overload]
+
+
+def captured_call() -> None:
+    op = open_operation("chat")
+    op.capture({"phase": "end"})
+    op.settle(0, {}, "provider_reported")
+
+
 def test_capture_records_carry_correlation() -> None:
-    seen: list[dict[str, object]] = []
-
-    class Sink:
-        def write(self, record: object) -> None:
-            seen.append(dict(record))  # type: ignore[call-overload]
-
-    def judge() -> None:
-        op = open_operation("chat")
-        op.capture({"phase": "end"})
-        op.settle(0, {}, "provider_reported")
-
+    sink = RecordingSink()
+    seen = sink.seen
     track(
         lambda: track(
-            lambda: track(judge, capture_correlation={"scorer": "j"}), capture_correlation={"caseIndex": 3}
+            lambda: track(captured_call, capture_correlation={"scorer": "j"}),
+            capture_correlation={"caseIndex": 3},
         ),
-        capture=Sink(),
+        capture=sink,
     )
     assert seen[0]["caseIndex"] == 3 and seen[0]["scorer"] == "j" and seen[0]["phase"] == "end"
     assert str(seen[0]["operationId"]).startswith("op_")
@@ -362,20 +370,11 @@ def test_a_scope_that_measured_something_is_never_reused() -> None:
 
 
 def test_a_reused_scope_takes_the_new_capture_correlation() -> None:
-    seen: list[dict[str, object]] = []
-
-    class Sink:
-        def write(self, record: object) -> None:
-            seen.append(dict(record))  # type: ignore[call-overload]
-
-    def judge() -> None:
-        op = open_operation("chat")
-        op.capture({"phase": "end"})
-        op.settle(0, {}, "provider_reported")
+    sink = RecordingSink()
 
     def siblings() -> None:
         quiet = track(lambda: 1, capture_correlation={"scorer": "a"})
-        track(judge, capture_correlation={"scorer": "b"}, reuse=quiet)
+        track(captured_call, capture_correlation={"scorer": "b"}, reuse=quiet)
 
-    track(siblings, capture=Sink())
-    assert seen[0]["scorer"] == "b"
+    track(siblings, capture=sink)
+    assert sink.seen[0]["scorer"] == "b"
