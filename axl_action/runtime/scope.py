@@ -206,8 +206,9 @@ def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
     return value if _usable(value) else 0
 
 
-# The record of a scope that measured nothing.
-_EMPTY_RECORD: dict[str, Any] = _Ledger(False).record()
+EMPTY_RECORD: dict[str, Any] = _Ledger(False).record()
+"""The accounting record of every scope that measured nothing, one shared object: never edit
+it (copy it first). The run journal tells it by identity."""
 
 
 class Scope(Generic[T]):
@@ -323,7 +324,7 @@ class Scope(Generic[T]):
             if self.ledger is None:
                 # Shared by every scope that measured nothing (most items of a deterministic
                 # run): callers copy before they change a record, never edit one in place.
-                self._accounting = _EMPTY_RECORD
+                self._accounting = EMPTY_RECORD
             else:
                 with _LOCK:
                     self._accounting = self.ledger.record()

@@ -385,3 +385,30 @@ def test_the_grace_period_comes_from_the_flag_the_environment_or_the_default(
         with pytest.raises(UsageError, match="--grace-period: expected a number of seconds >= 0"):
             grace_seconds(bad)
     assert os.environ[GRACE_ENV] == "soon"
+
+
+def test_a_free_items_empty_accounting_is_journaled_as_null_and_read_back_in_place(tmp_path: Path) -> None:
+    def workflow(inp: int, rt: Any) -> dict[str, Any]:
+        if inp == 3:
+            raise ValueError("no")
+        return {"output": inp}
+
+    definition = define_eval(
+        "free",
+        dataset("free", items=[{"input": n} for n in range(5)]),
+        [scorer("s", lambda o: 1.0)],
+        workflow,
+    )
+    path = tmp_path / "r.json.journal.jsonl"
+    session = JournalSession(tmp_path / "r.json", command="run", flags=flags_of(), resume=False)
+    plan = plan_run(definition)
+    started = session.start("free_eval.py", "free_eval.py", plan.facts)
+    record = execute_run(definition, Runtime(), plan=plan, on_settled=started.on_settled)
+    session.writer.close()
+    lines = [json.loads(line) for line in _lines(path)[1:]]
+    assert len(lines) == 5 and all(line["item"]["accounting"] is None for line in lines)
+    [recovered] = recover_results(read_journal(path))
+    want = json.loads(json.dumps(record.wire["items"]))
+    assert recovered["items"] == want
+    assert [list(item) for item in recovered["items"]] == [list(item) for item in want]  # key order
+    assert recovered["accounting"]["completeness"] == "complete"
