@@ -186,7 +186,8 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
                         sample_col[i] = sample_of[code]
                     continue
             if not error:
-                sample_col[i] = _legacy_bucket(score, detail)
+                # §0.3's first rule is decided here: it is every scored legacy item's case.
+                sample_col[i] = SCORED if score is not None else _unscored_bucket(detail)
     return ItemFacts(
         inputs=inputs,
         errors=errors,
@@ -226,15 +227,14 @@ _EMPTY: dict[str, Any] = {}
 _SAMPLE_OF_CODE = [_SAMPLE_OF_OUTCOME.get(name, NO_OUTCOME) for name in SCORER_OUTCOMES]
 
 
-def _legacy_bucket(score: Any, detail: Mapping[str, Any] | None) -> int:
-    """``scorerCounts`` for an item without an error and without an explicit outcome (§0.3).
+def _unscored_bucket(detail: Mapping[str, Any] | None) -> int:
+    """``scorerCounts`` for an item without an error, without an explicit outcome (§0.3) and
+    with a null ``scores[name]``.
 
     The pre-0.24 heuristic: a non-null ``scores[name]`` is scored (also without any
-    ``scoreDetails``), then ``skipped: true`` is skipped, then a ``duration`` means the scorer
-    ran and failed.
+    ``scoreDetails``; the item pass decides that case itself), then ``skipped: true`` is
+    skipped, then a ``duration`` means the scorer ran and failed.
     """
-    if score is not None:
-        return SCORED
     if detail is None:
         return NO_OUTCOME
     if detail.get("skipped") is True:
