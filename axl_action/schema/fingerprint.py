@@ -28,9 +28,15 @@ from pydantic import Field
 
 from axl_action.schema.base import WireModel
 
-# One encoder for the run: ``json.dumps`` with options builds a new one per call, which is most
-# of the cost of fingerprinting a dataset item by item.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+# The canonical text's options, and one encoder made with them: ``json.dumps`` with options
+# builds a new encoder per call, which is most of the cost of encoding small values.
+_CANONICAL_OPTIONS: dict[str, Any] = {
+    "sort_keys": True,
+    "separators": (",", ":"),
+    "ensure_ascii": False,
+    "default": str,
+}
+_CANONICAL = json.JSONEncoder(**_CANONICAL_OPTIONS)
 
 
 def canonical_json(value: Any) -> str:
@@ -56,12 +62,10 @@ def item_key(input_: Any) -> str:
     return _sha(canonical_json(input_))[:23]
 
 
-# The dataset's encoder skips the circular-reference check: it keeps a dict of the ids of the
-# containers being encoded, a tenth of the work on small items. A circular value then fails
-# with RecursionError, which dataset_fingerprint turns into a plain message.
-_DATASET = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str, check_circular=False
-)
+# The same text without the circular-reference check (a dict of the ids of the containers
+# being encoded, a tenth of the work on small items): a circular value then fails with
+# RecursionError, which dataset_fingerprint turns into a plain message.
+_DATASET = json.JSONEncoder(**_CANONICAL_OPTIONS, check_circular=False)
 # Items are hashed in blocks: one update per block instead of two per item, and the text of
 # a block of large inputs is held at most once.
 _BLOCK = 1000
@@ -76,15 +80,17 @@ def dataset_fingerprint(items: Iterable[tuple[Any, Any]]) -> str:
         for input_, notes in items:
             block.append(encode([input_, notes]))
             if len(block) == _BLOCK:
-                block.append("")
-                h.update(_utf8("\n".join(block)))
+                h.update(_lines(block))
                 block.clear()
     except RecursionError:
         raise ValueError("a dataset value is circular or nested too deeply to encode") from None
     if block:
-        block.append("")
-        h.update(_utf8("\n".join(block)))
+        h.update(_lines(block))
     return "sha256:" + h.hexdigest()
+
+
+def _lines(texts: list[str]) -> bytes:
+    return _utf8("\n".join(texts) + "\n")
 
 
 def scorer_fingerprint(scorer_types: Mapping[str, str]) -> str:
