@@ -61,15 +61,15 @@ def as_thousandths(d: npt.NDArray[np.float64]) -> npt.NDArray[np.int32] | None:
 
 # Samples of equal length whose draws are the same indices share gathers: two of them are
 # packed into one int64 column, each thousandth offset to 0..2000 and the second shifted 32
-# bits up. A resample's offset sum is at most 2000 * MAX_N < 2**32, so the low half never
-# carries into the high one and both sums are exact; one gather and one reduceat serve two
+# bits up. A resample's offset sum is at most 2000 * MAX_N < 2**32, and so is the sum of a
+# chunk's first draws that _sum_positions subtracts (2000 * _CHUNK), so the low half never
+# carries into the high one and both sums are exact; one gather and one sum serve two
 # scorers (20,000 x 1,000 draws: 14 ms + 2.5 ms for the pair, against 22 + 10 ms for two
-# int32 columns). A sample left over is gathered as int32 and summed in int32, exact since
-# |sum| <= 1000 * MAX_N < 2**31.
+# int32 columns). A sample left over is gathered as int32 and summed in int64.
 _OFFSET = 1000
 _HALF = 32
 assert 2 * _OFFSET * MAX_N < 1 << _HALF
-assert _OFFSET * MAX_N < 1 << 31
+assert 2 * _OFFSET * exact._CHUNK < 1 << _HALF
 
 
 @dataclass(frozen=True)
@@ -103,36 +103,50 @@ def _sum_positions(
     groups: Sequence[_Group], n_resamples: int, outputs: list[list[I64]], first: int, last: int, state: int
 ) -> None:
     """Add the sums of stream draws ``first..last-1`` to each group's column outputs
-    (``state`` = stream state before draw ``first``). Resample ``r`` of a sample of length
-    ``n`` is draws ``r*n .. r*n+n-1``; one that straddles ``first`` or ``last`` gets its two
-    parts from two calls, which integer addition joins exactly."""
+    (``state`` = stream state before draw ``first``, a chunk boundary). Resample ``r`` of a
+    sample of length ``n`` is draws ``r*n .. r*n+n-1``; one that straddles ``first`` or
+    ``last`` gets its two parts from two calls, which integer addition joins exactly.
+
+    The draws stay in the block the stream's lanes wrote (``ChunkedStream.next_block``):
+    integer sums do not depend on order, so a chunk's gathered values are added up per lane,
+    and a resample's sum is the difference of two prefix sums ``F(end) - F(start)``, where
+    ``F(q)``, the sum of the chunk's first ``q`` draws, is the lanes wholly before ``q`` plus
+    the first ``q % lane_steps`` steps of the lane ``q`` falls in.
+    """
     stream = ChunkedStream(state, exact._CHUNK, exact._LANE_STEPS)
-    chunk = stream.chunk
-    raw = np.empty(chunk, dtype=np.uint32)
+    chunk, steps = stream.chunk, stream.lane_steps
+    lanes = chunk // steps
     work = np.empty(chunk, dtype=np.uint64)
-    wide = np.empty(chunk, dtype=np.int64)
-    narrow = np.empty(chunk, dtype=np.int32)
+    wide = np.empty((steps, lanes), dtype=np.int64)
+    narrow = np.empty((steps, lanes), dtype=np.int32)
+    lane_prefix = np.zeros(lanes + 1, dtype=np.int64)
     p = first
     while p < last:
-        stream.next_chunk(raw)
+        draws = stream.next_block().reshape(-1)
         m = min(chunk, last - p)
         for group, outs in zip(groups, outputs, strict=True):
             n = group.n
             mk = min(m, n * n_resamples - p)
             if mk <= 0:
                 continue
-            idx = exact._indices_into(raw[:mk], n, work)
-            # Segments of this chunk belonging to one resample each.
+            # Every draw of the block is gathered (an index is in range whatever the draw);
+            # those from mk on fall after the last edge and are never summed.
+            idx = exact._indices_into(draws, n, work)
+            # Edges of this chunk's segments, one resample each: 0, every resample start
+            # inside, and mk. Segment j belongs to resample p // n + j.
             offset = p % n
-            starts = np.arange(0 if offset == 0 else n - offset, mk, n, dtype=np.intp)
-            if offset:
-                starts = np.concatenate([np.zeros(1, dtype=np.intp), starts])
+            edges = np.arange(n - offset if offset else n, mk, n, dtype=np.intp)
+            edges = np.concatenate(([0], edges, [mk]))
+            lane, step = np.divmod(edges, steps)
+            inside = np.minimum(lane, lanes - 1)  # an edge at the chunk's end has step 0
             r0 = p // n
             for column, out in zip(group.columns, outs, strict=True):
                 vals = wide if column.dtype == np.int64 else narrow
-                np.take(column, idx, out=vals[:mk], mode=exact.GATHER_MODE)
-                sums = np.add.reduceat(vals[:mk], starts, dtype=vals.dtype)
-                out[r0 : r0 + len(sums)] += sums
+                np.take(column, idx, out=vals.reshape(-1), mode=exact.GATHER_MODE)
+                np.cumsum(vals.sum(axis=0, dtype=np.int64), out=lane_prefix[1:])
+                heads = np.cumsum(vals[:, inside], axis=0, dtype=np.int64)
+                partial = np.where(step > 0, heads[step - 1, np.arange(len(edges))], 0)
+                out[r0 : r0 + len(edges) - 1] += np.diff(lane_prefix[lane] + partial)
         p += m
 
 

@@ -235,8 +235,23 @@ class ChunkedStream:
         self._t = np.empty(lanes, dtype=np.uint32)
         self._u = np.empty(lanes, dtype=np.uint32)
 
+    @property
+    def lane_steps(self) -> int:
+        """Rows of :meth:`next_block`: the steps each lane takes per chunk."""
+        return self._steps
+
     def next_chunk(self, out: U32) -> None:
-        """Write the next ``chunk`` outputs into ``out`` (length >= chunk)."""
+        """Write the next ``chunk`` outputs into ``out`` (length >= chunk), in stream order."""
+        out[: self.chunk].reshape(-1, self._steps)[...] = self.next_block().T
+
+    def next_block(self) -> U32:
+        """The next ``chunk`` outputs as the ``(lane_steps, lanes)`` block the lanes wrote:
+        ``block[s, k]`` is output ``k * lane_steps + s`` of the chunk.
+
+        Putting them in stream order is a strided copy that costs as much as making them
+        (17 of 35 ms for 2**18-output chunks); a reader that only adds the outputs up by lane
+        does without it. The block is overwritten by the next call.
+        """
         block = self._block
         t, u = self._t, self._u
         x = self._starts
@@ -252,5 +267,5 @@ class ChunkedStream:
             shl(t, s5, out=u)
             xor(t, u, out=block[s])
             x = block[s]
-        out[: self.chunk].reshape(-1, self._steps)[...] = block.T
         self._starts = _apply_vec(self._jump, self._starts)
+        return block

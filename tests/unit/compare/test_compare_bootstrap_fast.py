@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from axl_action.compare import bootstrap, bootstrap_fast
+from axl_action.compare import bootstrap, bootstrap_fast, prng
 from axl_action.compare.bootstrap import BootstrapResult, bootstrap_many, resample_means_many
 
 
@@ -101,3 +101,22 @@ def test_samples_of_different_lengths_share_one_pass_and_agree_with_separate_cal
         alone = bootstrap_many({name: d}, n_resamples=400, seed=21, workers=1)[name]
         assert key(together[name]) == key(alone), name
         assert key(alone) == key(exact(d, 400, 0.05, 21)), name
+
+
+@pytest.mark.parametrize("chunk", [64, 96, 1 << 12])
+def test_integer_sums_equal_sums_of_the_scalar_stream(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The sums are taken per lane of the stream's block and joined by prefix differences;
+    they equal sums of the reference generator's draws in order, for resamples that straddle
+    chunks and thread ranges, a last chunk only partly used, and samples of several lengths."""
+    monkeypatch.setattr(bootstrap, "_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    resamples, seed = 37, 5
+    lengths = [50, 50, 50, 31, 7, 31, 101]  # two packed columns and a narrow one at n=50
+    codes = [rng.integers(-1000, 1001, n).astype(np.int32) for n in lengths]
+    draws = np.array(prng.stream(seed, resamples * max(lengths)))
+    for workers in (1, 2, 3):
+        sums = bootstrap_fast.integer_sums(codes, resamples, seed=seed, workers=workers)
+        for c, got in zip(codes, sums, strict=True):
+            n = len(c)
+            idx = np.floor(draws[: resamples * n] * n).astype(np.intp).reshape(resamples, n)
+            assert np.array_equal(got, c[idx].astype(np.int64).sum(axis=1)), (chunk, workers, n)
