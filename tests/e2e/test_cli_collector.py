@@ -1,5 +1,6 @@
-"""The process entry runs commands without eval code with the cyclic collector off, and
-collects once at the exit; ``main`` itself leaves the collector as the caller had it."""
+"""The process entry runs commands without eval code with the cyclic collector off to the
+exit; commands with eval code collect once at the exit; ``main`` itself leaves the collector
+as the caller had it."""
 
 from __future__ import annotations
 
@@ -12,17 +13,22 @@ import pytest
 from axl_action.cli import main as cli_main
 
 # Runs console_main in a fresh process with the command's work replaced by a probe of the
-# collector, then prints what the probe saw and whether the exit left it collecting.
+# collector, then prints what the probe saw, the exit code, whether the exit froze what was
+# left, and how many collections ran after the command.
 PROBE = """
 import gc, sys
 from axl_action.cli import main as cli
-seen = []
-cli.main = lambda: seen.append(gc.isenabled()) or 0
+seen, passes = [], []
+def command():
+    seen.append(gc.isenabled())
+    gc.callbacks.append(lambda phase, info: phase == "stop" and passes.append(info))
+    return 0
+cli.main = command
 sys.argv = ["axl-eval", *sys.argv[1:]]
 try:
     cli.console_main()
 except SystemExit as stop:
-    print(seen[0], stop.code, gc.get_freeze_count() > 0)
+    print(seen[0], stop.code, gc.get_freeze_count() > 0, len(passes))
 """
 
 
@@ -33,12 +39,12 @@ def _probe(*args: str) -> list[str]:
 
 @pytest.mark.parametrize("command", ["compare", "report", "history", "merge", "recover"])
 def test_commands_without_eval_code_run_with_the_collector_off(command: str) -> None:
-    assert _probe(command, "a.json") == ["False", "0", "True"]
+    assert _probe(command, "a.json") == ["False", "0", "True", "0"]
 
 
 @pytest.mark.parametrize("args", [["run", "evals/"], ["rescore", "r.json"], ["evals/"]])
 def test_commands_that_run_eval_code_keep_the_collector(args: list[str]) -> None:
-    assert _probe(*args) == ["True", "0", "True"]
+    assert _probe(*args) == ["True", "0", "True", "1"]
 
 
 def test_main_leaves_the_collector_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
