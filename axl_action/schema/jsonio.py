@@ -38,9 +38,12 @@ from axl_action.schema.numbers import js_number
 # "1e21", JavaScript "1e+21"). Each rule is one regex pass whose pattern starts with a literal,
 # which the regex engine searches for at memchr-like speed; integral values, the common case,
 # are fixed with no Python per match, and exponent forms, which are rare, are respelled
-# with ``js_number``.
+# with ``js_number``. The rarer a pattern's first byte, the faster its pass: "-0" at a line's
+# end can only be the whole token (a string ends with a quote, and an exponent never has a
+# leading zero), so that pass need not start at the space before it, the most common byte
+# of indented text (8 ms instead of 17 over the runner's 20,000-item result).
 _INTEGRAL_END = re.compile(rb"\.0(?=,?\n)")
-_NEGATIVE_ZERO_END = re.compile(rb" -0(?=,?\n)")
+_NEGATIVE_ZERO_END = re.compile(rb"-0(?=,?\n)")
 _EXPONENT_END = re.compile(rb"e[-+]?\d+(?=,?\n)")
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?e[-+]?\d+")
 
@@ -65,7 +68,7 @@ def _respell_exponents(raw: bytes) -> bytes:
 def _respell_numbers(raw: bytes) -> bytes:
     """JavaScript's spelling of every number in the serializer's indented output."""
     raw = _INTEGRAL_END.sub(b"", raw)
-    raw = _NEGATIVE_ZERO_END.sub(b" 0", raw)  # -0.0 is now "-0"; JavaScript prints 0
+    raw = _NEGATIVE_ZERO_END.sub(b"0", raw)  # -0.0 is now "-0"; JavaScript prints 0
     return _respell_exponents(raw)
 
 
