@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
@@ -257,9 +257,10 @@ class ViewFileReads:
             # The children leave the headers to this process, which builds their validator
             # (and the coverage models') while they parse instead of each child after.
             view.prepare_validators()
+            shared: dict[bytes, list[Any]] = {}
             with gc_paused():  # unpickling builds many small objects, all of them kept
                 return [
-                    io.views_of_read(_collect(fd), path)
+                    io.views_of_read(_collect(fd, shared), path)
                     for (_, fd), path in zip(self._children, self._paths, strict=True)
                 ]
         finally:
@@ -283,8 +284,8 @@ def _can_fork() -> bool:
 
 
 def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
-    """Fork a child that reads ``path`` and pickles ``("ok", FileRead)`` or ``("error", err)``
-    into a pipe; returns ``(pid, read end)``."""
+    """Fork a child that reads ``path`` and pickles ``("ok", FileRead, inputs)`` (see
+    :func:`_inputs_apart`) or ``("error", err, [])`` into a pipe; returns ``(pid, read end)``."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, which never returns
@@ -294,9 +295,10 @@ def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
             parsed: list[Any] = []  # freed by the exit, not item by item
             try:
                 gc.disable()
-                payload: tuple[str, Any] = ("ok", read_runs(read_bytes(path), str(path), parsed))
+                read, inputs = _inputs_apart(read_runs(read_bytes(path), str(path), parsed))
+                payload: tuple[str, Any, list[bytes | None]] = ("ok", read, inputs)
             except ResultFileError as err:
-                payload = ("error", err)
+                payload = ("error", err, [])
             # Pickled whole before writing: a pickler writing into the pipe would stall on it
             # until the parent reads this child, after the children before it.
             blob = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
@@ -311,19 +313,48 @@ def _read_in_child(path: str | os.PathLike[str]) -> tuple[int, int]:
     return pid, read_end
 
 
-def _collect(fd: int) -> FileRead | None:
+def _inputs_apart(read: FileRead) -> tuple[FileRead, list[bytes | None]]:
+    """The read without its runs' item inputs, and those inputs pickled on their own.
+
+    Both sides of a comparison usually ran the same dataset, so their inputs pickle to the
+    same bytes: :func:`_collect` then unpickles them once, and the two runs share one list,
+    which pairing compares by identity instead of item by item (20,000 inputs: 5-7 ms to
+    unpickle and 5-6 ms to compare, twice the first on the command's critical path).
+    """
+    blobs: list[bytes | None] = []
+    runs: list[RunRead] = []
+    for run in read.runs:
+        if run.facts is None:
+            blobs.append(None)
+            runs.append(run)
+            continue
+        blobs.append(pickle.dumps(run.facts.inputs, protocol=pickle.HIGHEST_PROTOCOL))
+        runs.append(replace(run, facts=replace(run.facts, inputs=[])))
+    return replace(read, runs=runs), blobs
+
+
+def _collect(fd: int, shared: dict[bytes, list[Any]]) -> FileRead | None:
     """What a child read, or its error raised here; None when the child died (killed, out of
-    memory) before sending everything, and the file is read here instead."""
+    memory) before sending everything, and the file is read here instead. ``shared``: the
+    inputs unpickled so far by their bytes (see :func:`_inputs_apart`)."""
     with os.fdopen(os.dup(fd), "rb") as data:
         raw = data.read()
     try:
-        status, value = pickle.loads(raw)
+        status, value, blobs = pickle.loads(raw)
     except Exception:
         return None
     if status == "error":
         raise value
     assert isinstance(value, FileRead)
-    return value
+    runs: list[RunRead] = []
+    for run, blob in zip(value.runs, blobs, strict=True):
+        if blob is not None and run.facts is not None:
+            inputs = shared.get(blob)
+            if inputs is None:
+                inputs = shared[blob] = pickle.loads(blob)
+            run = replace(run, facts=replace(run.facts, inputs=inputs))
+        runs.append(run)
+    return replace(value, runs=runs)
 
 
 def _reap(pid: int, fd: int) -> None:

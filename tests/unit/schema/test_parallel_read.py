@@ -272,3 +272,29 @@ def test_the_lazy_schema_package_exports_every_api_name() -> None:
         assert getattr(schema, name) is getattr(_api, name), name
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = schema.nothing  # type: ignore[attr-defined]
+
+
+@forking
+def test_identical_inputs_are_unpickled_once_and_shared(tmp_path: Path) -> None:
+    """Children send each run's inputs as their own pickle: runs whose inputs are the same
+    bytes share one list (pairing then compares them by identity), others keep their own."""
+    changed = json.loads(CANDIDATE.read_text(encoding="utf-8"))
+    changed["items"][0]["input"] = {"question": "changed"}
+    other = tmp_path / "changed.json"
+    other.write_text(json.dumps(changed), encoding="utf-8")
+    out = _fresh(
+        """
+from axl_action.schema import load_run_view_files, load_run_views
+files = load_run_view_files(PATHS)
+base, cand, changed = (f.runs[0].items.inputs for f in files[:3])
+runs3 = [run.items.inputs for run in files[3].runs]
+here = [load_run_views(path).runs[0].items.inputs for path in PATHS[:3]]
+print(base is cand, all(r is base for r in runs3), changed is base)
+print(base == here[0], cand == here[1], changed == here[2], changed != base)
+""",
+        BASELINE,
+        CANDIDATE,
+        other,
+        RUNS3,
+    )
+    assert out.split() == ["True", "True", "False", "True", "True", "True", "True"]
