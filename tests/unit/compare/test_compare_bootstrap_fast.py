@@ -105,14 +105,19 @@ def test_samples_of_different_lengths_share_one_pass_and_agree_with_separate_cal
 
 @pytest.mark.parametrize("chunk", [64, 96, 1 << 12])
 def test_integer_sums_equal_sums_of_the_scalar_stream(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    """The sums are taken per lane of the stream's block and joined by prefix differences;
-    they equal sums of the reference generator's draws in order, for resamples that straddle
-    chunks and thread ranges, a last chunk only partly used, and samples of several lengths."""
+    """The sums are taken per lane of the stream's block, four samples to a gather, and
+    joined by prefix differences; they equal sums of the reference generator's draws in
+    order, for resamples that straddle chunks and thread ranges, a last chunk only partly
+    used, and samples of several lengths."""
     monkeypatch.setattr(bootstrap, "_CHUNK", chunk)
     rng = np.random.default_rng(chunk)
     resamples, seed = 37, 5
-    lengths = [50, 50, 50, 31, 7, 31, 101]  # two packed columns and a narrow one at n=50
+    # Five samples of 50 (a column of four 16-bit fields and one of one), two of 31, ...;
+    # one all +1000 and one all -1000: a lane's field sums reach their extremes (64,000 and 0).
+    lengths = [50, 50, 50, 31, 7, 31, 101, 50, 50]
     codes = [rng.integers(-1000, 1001, n).astype(np.int32) for n in lengths]
+    codes[1][:] = 1000
+    codes[7][:] = -1000
     draws = np.array(prng.stream(seed, resamples * max(lengths)))
     for workers in (1, 2, 3):
         sums = bootstrap_fast.integer_sums(codes, resamples, seed=seed, workers=workers)
