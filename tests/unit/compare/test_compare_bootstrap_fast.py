@@ -113,11 +113,12 @@ def test_integer_sums_equal_sums_of_the_scalar_stream(monkeypatch: pytest.Monkey
     rng = np.random.default_rng(chunk)
     resamples, seed = 37, 5
     # Five samples of 50 (a column of four 16-bit fields and one of one), two of 31, ...;
-    # one all +1000 and one all -1000: a lane's field sums reach their extremes (64,000 and 0).
+    # the top field all +1000 (a lane's sum 64,000 sets the int64's sign bit) and another
+    # all -1000 (a lane's field sum 0).
     lengths = [50, 50, 50, 31, 7, 31, 101, 50, 50]
     codes = [rng.integers(-1000, 1001, n).astype(np.int32) for n in lengths]
-    codes[1][:] = 1000
-    codes[7][:] = -1000
+    codes[7][:] = 1000
+    codes[1][:] = -1000
     draws = np.array(prng.stream(seed, resamples * max(lengths)))
     for workers in (1, 2, 3):
         sums = bootstrap_fast.integer_sums(codes, resamples, seed=seed, workers=workers)
