@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,15 @@ def _child(cmd: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
+def _middle(values: Iterable[Any]) -> Any:
+    """The median of an odd count (the upper middle of an even one)."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
 def _median(cmd: list[str], repeat: int) -> tuple[float, float]:
-    runs = sorted(_child(cmd) for _ in range(repeat))
-    return runs[len(runs) // 2]
+    wall, rss = _middle(_child(cmd) for _ in range(repeat))
+    return wall, rss
 
 
 def _compare_cmd(base: Path, cand: Path) -> list[str]:
@@ -178,10 +185,8 @@ def _with_node_reference(base: Path, cand: Path, repeat: int) -> tuple[float, fl
         runs.append(_child(_compare_cmd(base, cand)))
         if node is not None:
             parses.append(_node_parse_once(node, base, cand))
-    runs.sort()
-    parses.sort()
-    wall, rss = runs[len(runs) // 2]
-    return wall, rss, (parses[len(parses) // 2] if parses else None)
+    wall, rss = _middle(runs)
+    return wall, rss, (_middle(parses) if parses else None)
 
 
 def main() -> int:
