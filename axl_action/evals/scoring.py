@@ -22,7 +22,7 @@ from axl_action.evals.scorer import Scorer, ScorerContext
 from axl_action.redaction import redact
 from axl_action.runtime.admission import AdmissionController, ClosedBy
 from axl_action.runtime.scope import TrackResult, is_abort, is_admission_denial
-from axl_action.schema.numbers import describe_input, js_string, round3
+from axl_action.schema.numbers import describe_input, js_string, score_value
 
 _MISSING = object()
 
@@ -225,7 +225,7 @@ def _score_one(
     # A plain number (bool excluded: its type is not int) in range: the common case, decided
     # here without a call. NaN fails both comparisons, so only finite numbers pass.
     if (kind is float or kind is int) and 0 <= value <= 1:
-        rounded = round3(value) + 0.0
+        rounded = score_value(value)
         detail = {"score": rounded, "duration": duration}
         if (result.ledger is not None and result.measured) or not env.instrumented:
             _with_cost(detail, result, env, None)
@@ -296,7 +296,7 @@ def _classify(
         _with_cost(detail, result, env, caller_cost)
         detail["outcome"] = "failed"
         return detail, _invalid_score(s.name, value, raw_score, input_), None
-    rounded = round3(float(raw_score)) + 0.0
+    rounded = score_value(raw_score)
     detail["score"] = rounded
     _with_cost(detail, result, env, caller_cost)
     detail["outcome"] = "scored"

@@ -130,7 +130,9 @@ class _Ledger:
     )
 
     def __init__(self, keep_samples: bool) -> None:
-        self.known_cost = 0.0
+        # An int until a cost is added, like the breakdown's: a record without cost holds the 0
+        # its file says (see ``schema.numbers.score_value``).
+        self.known_cost: float = 0
         self.reasons: dict[str, int] = {}
         self.usage: dict[str, float] = dict.fromkeys(USAGE_KEYS, 0)
         self.total = 0

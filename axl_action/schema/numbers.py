@@ -17,6 +17,23 @@ def round3(x: float) -> float:
     return math.floor(x * 1000 + 0.5) / 1000
 
 
+# The whole scores, as a reader of the written file gets them back: JSON says "1", not "1.0".
+_WHOLE_SCORES: dict[float, int] = {0.0: 0, 1.0: 1}
+
+
+def score_value(x: float) -> float:
+    """A score in [0, 1] as the runner stores it: :func:`round3`, and 0 and 1 as ints.
+
+    The value a reader of the results file gets back, so a run held in memory and the same run
+    read from its file carry equal values of equal types. Pass/fail scorers make most scores
+    whole; as ints the writer writes them as they are, where each whole float had to be
+    respelled ("1.0" to "1") in the text: on the runner's 20,000-item result that respelling
+    was a quarter of the write.
+    """
+    rounded = round3(x)
+    return _WHOLE_SCORES.get(rounded, rounded)
+
+
 def compute_stats(values: Sequence[float]) -> dict[str, float]:
     """``computeStats``: mean/min/max/p50/p95, each rounded to 3 decimals; all 0 when empty."""
     n = len(values)

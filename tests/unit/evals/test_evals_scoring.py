@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from axl_action.evals.dataset import dataset
@@ -12,6 +14,7 @@ from axl_action.evals.runner import execute_eval
 from axl_action.evals.scorer import Scorer, scorer
 from axl_action.runtime.runtime import Runtime, UninstrumentedRuntime
 from axl_action.runtime.scope import AbortError, open_operation
+from axl_action.schema import write_result_file
 
 
 def run_one(scorers: list[Scorer], output: Any = "out", input_: Any = None, **kw: Any) -> dict[str, Any]:
@@ -35,6 +38,39 @@ def test_scored_values_are_rounded_half_up_and_keys_follow_the_list() -> None:
     assert item["scoreDetails"]["slow"]["outcome"] == "scored"
     assert list(item["scoreDetails"]["fast"]) == ["score", "duration", "outcome"]
     assert "scorerErrors" not in item
+
+
+def test_whole_scores_are_stored_as_the_ints_a_reader_of_the_file_gets(tmp_path: Path) -> None:
+    # 1.0, 1, 0.9996 and 0.0004 are whole once rounded; a results file says 1 and 0 for them,
+    # and the run held in memory carries the same values with the same types.
+    returned = [1.0, 1, 0.9996, 0.0004, 0.0, 0.5, 0.1235, {"score": 1.0}, {"score": 0.0}]
+
+    def returning(value: Any) -> Any:
+        return lambda output: value
+
+    scorers = [scorer(f"s{i}", returning(v)) for i, v in enumerate(returned)]
+    item = run_one(scorers)
+    assert item["scores"] == {
+        "s0": 1,
+        "s1": 1,
+        "s2": 1,
+        "s3": 0,
+        "s4": 0,
+        "s5": 0.5,
+        "s6": 0.124,
+        "s7": 1,
+        "s8": 0,
+    }
+    path = tmp_path / "r.json"
+    write_result_file(path, {"items": [item]})
+    read = json.loads(path.read_text(encoding="utf-8"))["items"][0]
+    for name, value in item["scores"].items():
+        for stored, back in (
+            (value, read["scores"][name]),
+            (item["scoreDetails"][name]["score"], read["scoreDetails"][name]["score"]),
+        ):
+            assert (stored, type(stored)) == (back, type(back)), name
+    assert '"s0": 1,' in path.read_text(encoding="utf-8")
 
 
 def test_out_of_range_messages_use_js_number_text() -> None:

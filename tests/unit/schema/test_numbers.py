@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from axl_action.schema import compute_stats, describe_input, dumps_js, format_percent, js_number, round3
+from axl_action.schema.numbers import score_value
 
 
 @pytest.mark.parametrize(
@@ -17,6 +18,25 @@ from axl_action.schema import compute_stats, describe_input, dumps_js, format_pe
 )
 def test_round3_half_up(x: float, expected: float) -> None:
     assert round3(x) == expected
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (1.0, 1),
+        (1, 1),
+        (0.9995, 1),
+        (0.0, 0),
+        (-0.0, 0),
+        (0.0004, 0),
+        (0.0005, 0.001),
+        (0.5, 0.5),
+        (0.1235, 0.124),
+    ],
+)
+def test_score_value_rounds_and_stores_whole_scores_as_ints(x: float, expected: float) -> None:
+    value = score_value(x)
+    assert (value, type(value)) == (expected, type(expected))
 
 
 def test_compute_stats_floor_index_percentiles() -> None:
