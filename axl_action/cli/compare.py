@@ -120,7 +120,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
             scorer_subset_sides,
             scorer_subset_warning,
         )
-        from axl_action.schema import dumps_js
+        from axl_action.schema import dumps_js, read_accounting
 
         baseline_file, candidate_file = reads.wait()
     baseline, candidate = baseline_file.runs, candidate_file.runs
@@ -157,7 +157,10 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
                 f"(scorers: {', '.join(comparison.scorers)})",
             )
 
-    print(format_compare(comparison), file=stdout)
+    print(
+        format_compare(comparison, read_accounting(baseline[0].header), read_accounting(candidate[0].header)),
+        file=stdout,
+    )
     analysis = None
     if history is not None:
         from axl_action.history.analysis import analyse, console_lines

@@ -4,9 +4,14 @@ for a non-zero amount) and a side whose scorer scored nothing shows ``—``, not
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from axl_action.compare.models import Comparison, ScorerComparison
 from axl_action.compare.text import pad_end, pad_start, to_fixed
-from axl_action.formatting import signed_usd, usd, usd_pair
+from axl_action.formatting import signed_usd, spend_pair, usd
+
+if TYPE_CHECKING:
+    from axl_action.schema import EvalAccounting
 
 HEADER = "  Baseline  Candidate  Delta     Change"
 RULE = "  --------  ---------  --------  ------"
@@ -44,8 +49,17 @@ def _row(name: str, s: ScorerComparison, width: int, has_ci: bool) -> str:
     return row
 
 
-def format_compare(comparison: Comparison) -> str:
-    """The stdout block of ``axl-eval compare`` (leading and trailing blank lines included)."""
+def format_compare(
+    comparison: Comparison,
+    baseline_accounting: EvalAccounting | None = None,
+    candidate_accounting: EvalAccounting | None = None,
+) -> str:
+    """The stdout block of ``axl-eval compare`` (leading and trailing blank lines included).
+
+    The accountings (each side's first run, ``schema.read_accounting``) say whether its spend
+    was measured: a side that was not reads ``unpriced``, ``unknown`` or ``≥ $x`` instead of
+    money, and then the line has no change in dollars, as the report's has none.
+    """
     names = list(comparison.scorers)
     width = max([6, *(len(n) for n in names)])
     has_ci = any(s.ci is not None for s in comparison.scorers.values())
@@ -72,11 +86,18 @@ def format_compare(comparison: Comparison) -> str:
         delta = cost.delta_exact
         sign = "+" if delta > 0 else ""
         if cost.delta_percent is None:
-            change = f"{sign}{usd(abs(delta))}, no % from a $0 baseline"
+            change = f" ({sign}{usd(abs(delta))}, no % from a $0 baseline)"
         else:
-            change = f"{signed_usd(delta)}, {sign}{to_fixed(cost.delta_percent, 1)}%"
-        before, after = usd_pair(cost.baseline_exact, cost.candidate_exact)
-        lines.append(f"  Cost: baseline {before} -> candidate {after} ({change})")
+            change = f" ({signed_usd(delta)}, {sign}{to_fixed(cost.delta_percent, 1)}%)"
+        before, after = spend_pair(
+            cost.baseline_exact, baseline_accounting, cost.candidate_exact, candidate_accounting
+        )
+        if any(
+            a is not None and a.completeness == "incomplete"
+            for a in (baseline_accounting, candidate_accounting)
+        ):
+            change = ""
+        lines.append(f"  Cost: baseline {before} -> candidate {after}{change}")
         if not cost.certified:
             lines.append(f"        not certified: {cost.reason or 'costs are not comparable'}")
     lines += [

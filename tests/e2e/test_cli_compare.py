@@ -204,3 +204,43 @@ def test_unwritable_json_target_is_one_line(capsys: pytest.CaptureFixture[str], 
     )
     assert code == 1
     assert err.strip().splitlines()[-1].startswith(f"Error: cannot write --json file {tmp_path}")
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "line"),
+    [
+        # Nothing priced on either side: not "$0.00 -> $0.00 ($0.00, ...)".
+        (
+            {"cost": 0.0, "completeness": "incomplete", "reasons": {"unpriced_model": 3}},
+            {"cost": 0.0, "completeness": "incomplete", "reasons": {"unpriced_model": 3}},
+            "  Cost: baseline unpriced -> candidate unpriced",
+        ),
+        # A lower bound on one side, nothing measured on the other.
+        (
+            {"cost": 0.0000135, "completeness": "incomplete", "reasons": {"unpriced_model": 1}},
+            {"cost": 0.0, "completeness": "incomplete", "reasons": {"usage_missing": 2}},
+            "  Cost: baseline ≥ $0.0000135 -> candidate unknown",
+        ),
+        # Both measured: money and the change, as the TypeScript CLI prints it.
+        (
+            {"cost": 0.00128},
+            {"cost": 0.00175},
+            "  Cost: baseline $0.00128 -> candidate $0.00175 (+$0.00047, +36.7%)",
+        ),
+    ],
+)
+def test_cost_line_says_what_was_not_measured(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, baseline: dict, candidate: dict, line: str
+) -> None:
+    from axl_action.schema import write_result_file
+    from tests.unit.compare.compare_builders import make_run
+
+    rows = [{"a": 1.0}, {"a": 0.5}]
+    paths = []
+    for name, extra in (("b", baseline), ("c", candidate)):
+        path = tmp_path / f"{name}.json"
+        write_result_file(path, make_run(rows, run_id=name * 8, **extra).to_wire())
+        paths.append(str(path))
+    _, out, _ = run(capsys, *paths)
+    cost_lines = [x for x in out.splitlines() if x.startswith("  Cost:")]
+    assert cost_lines == [line]
