@@ -86,9 +86,11 @@ class ProviderRegistry:
             factory = self._factories.get(name)
             if factory is None:
                 known = ", ".join(sorted(self._factories))
+                # The list is in the message, not only the hint: the message is what an item's
+                # error and the run's console show.
                 raise ProviderConfigError(
-                    f'Unknown provider "{name}"',
-                    hint=f"use one of: {known}, or register_provider() a custom one",
+                    f'Unknown provider "{name}": use one of {known}',
+                    hint="or register_provider() a custom one",
                 )
             instance = factory(env)
             self._instances[name] = (signature, instance)
