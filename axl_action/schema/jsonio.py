@@ -44,7 +44,11 @@ from axl_action.schema.numbers import js_number
 # of indented text (8 ms instead of 17 over the runner's 20,000-item result).
 _INTEGRAL_END = re.compile(rb"\.0(?=,?\n)")
 _NEGATIVE_ZERO_END = re.compile(rb"-0(?=,?\n)")
-_EXPONENT_END = re.compile(rb"e[-+]?\d+(?=,?\n)")
+# After its "e" one class, not an optional sign and then digits: every "e" of the text's keys
+# and words is a candidate, and the optional group's branch made this pass twice as slow (16
+# against 31 ms over the runner's 20,000-item result). A sign with no digit after it matches
+# here but is no number: ``_respell_exponents`` respells only what ``_NUMBER`` matches in full.
+_EXPONENT_END = re.compile(rb"e[-+0-9][0-9]*(?=,?\n)")
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?e[-+]?\d+")
 
 

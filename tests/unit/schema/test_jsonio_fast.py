@@ -39,7 +39,7 @@ _ODD_FLOATS = st.sampled_from(
     ]
 )
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12) | st.sampled_from(
-    ['": 1.0', "1.0", "x\n1e+16", " 1.0,", "\u2028\x7f\x1f"]
+    ['": 1.0', "1.0", "x\n1e+16", " 1.0,", "\u2028\x7f\x1f", "e-", "1e+", "x e-7"]
 )
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | _ODD_FLOATS | _TEXT
 _JSON = st.recursive(
