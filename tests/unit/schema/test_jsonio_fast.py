@@ -50,12 +50,40 @@ _JSON = st.recursive(
 
 
 @settings(max_examples=400, deadline=None)
-@given(_JSON, st.sampled_from([1, 5, 1 << 18]))
-def test_fast_writer_equals_walker(value: object, piece: int) -> None:
+@given(
+    _JSON,
+    st.sampled_from([1, 5, 1 << 18]),
+    st.sampled_from([0, 2, 1 << 30]),
+    st.sampled_from([1, 40, 1 << 16]),
+)
+def test_fast_writer_equals_walker(value: object, piece: int, blocked_min: int, block_bytes: int) -> None:
     # Small pieces put a piece boundary after every line or few: the respelling must not
-    # depend on where the text is cut.
-    with mock.patch.object(jsonio, "_PIECE", piece):
+    # depend on where the text is cut. A small minimum writes every list of a dict (or of a
+    # dict in a list) in blocks, and small blocks hold one or a few values each.
+    with (
+        mock.patch.object(jsonio, "_PIECE", piece),
+        mock.patch.object(jsonio, "_BLOCKED_MIN", blocked_min),
+        mock.patch.object(jsonio, "_BLOCK_BYTES", block_bytes),
+        mock.patch.object(jsonio, "_FIRST_BLOCK", 1),
+    ):
         assert dumps_js_bytes(value).decode("utf-8") == walk_js(value, 2)
+
+
+def test_a_long_list_is_written_in_blocks_and_reports_lone_surrogates_by_their_whole_path() -> None:
+    items: list[object] = [{"i": i, "score": 1.0, "v": [0.5, 1e-7, -0.0]} for i in range(3000)]
+    items[2500] = {"i": 2500, "output": "bad \ud800", "m": {"k": ["\udc00"]}}
+    for value, prefix in (
+        ({"id": "r", "items": items, "n": 2.0}, ""),
+        ([{"items": []}, {"items": items}], "[1]."),
+    ):
+        found: list[str] = []
+        pieces = list(jsonio.dumps_js_chunks(value, found.extend))
+        assert len(pieces) > 10  # blocks of about 64 KiB, not one text
+        expected = walk_js(
+            json.loads(json.dumps(value).replace("\\ud800", "\\ufffd").replace("\\udc00", "\\ufffd")), 2
+        )
+        assert b"".join(pieces).decode("utf-8") == expected
+        assert found == [f"{prefix}items[2500].output", f"{prefix}items[2500].m.k[0]"]
 
 
 def test_fast_writer_equals_walker_on_a_value_of_many_pieces() -> None:
