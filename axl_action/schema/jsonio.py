@@ -219,7 +219,11 @@ def _blocked(
             else:
                 shell[index] = holder
         holder[key] = f"axl-block:{nonce}:{n}"
-    raw, _ = _to_json(shell, on_replaced, orjson.OPT_INDENT_2)
+    # Every path with a lone surrogate, reported once when the text is complete, as the whole
+    # value's serialisation reports them (the shell's first, then each list's in order).
+    found: list[str] = []
+    collect = found.extend if on_replaced is not None else None
+    raw, _ = _to_json(shell, collect, orjson.OPT_INDENT_2)
     done = 0
     for n, (_, path, _, values) in enumerate(long_lists):
         marker = f'"axl-block:{nonce}:{n}"'.encode()
@@ -228,10 +232,12 @@ def _blocked(
         indent = len(raw[line:at]) - len(raw[line:at].lstrip(b" "))
         yield from _respelled(raw[done:at])
         yield b"[\n"
-        yield from _blocks(values, path, indent // 2 + 1, on_replaced)
+        yield from _blocks(values, path, indent // 2 + 1, collect)
         yield b"\n" + b" " * indent + b"]"
         done = at + len(marker)
     yield from _respelled(raw[done:])
+    if found and on_replaced is not None:
+        on_replaced(found)
 
 
 def _blocks(
