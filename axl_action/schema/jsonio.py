@@ -171,6 +171,9 @@ def _respelled(raw: bytes) -> Iterator[bytes]:
 # to +0. Blocks of 150 or more of those items (230 KB) were as slow as the whole text.
 _BLOCKED_MIN = 256
 _BLOCK_BYTES = 1 << 16
+# Values are sized by their text: the first block takes this many, and each next one as many
+# as the last block's bytes per value say fit in ``_BLOCK_BYTES`` (items range from a few
+# hundred bytes to megabytes of output).
 _FIRST_BLOCK = 16
 _MAX_BLOCK = 4096
 
