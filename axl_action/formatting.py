@@ -269,6 +269,12 @@ def usd_pair(a: float | None, b: float | None) -> tuple[str, str]:
     return left, right
 
 
+def spend_is_money(accounting: Accounting | None) -> bool:
+    """Whether spend with this accounting reads as money: all of it was measured (or the file
+    is too old to say), so a change in dollars means something."""
+    return accounting is None or accounting.completeness != "incomplete"
+
+
 def spend_shown(total: float | None, accounting: Accounting | None, money: str | None = None) -> str:
     """One side of ``before → after``: money, or what is known about spend that is not.
 
@@ -277,7 +283,7 @@ def spend_shown(total: float | None, accounting: Accounting | None, money: str |
     amount already formatted (by :func:`usd_pair`).
     """
     text = money if money is not None else usd(total)
-    if accounting is None or accounting.completeness != "incomplete":
+    if accounting is None or spend_is_money(accounting):
         return text
     if not total:
         return "unpriced" if (accounting.reasons or {}).get("unpriced_model") else "unknown"

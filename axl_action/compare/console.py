@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from axl_action.compare.models import Comparison, ScorerComparison
 from axl_action.compare.text import pad_end, pad_start, to_fixed
-from axl_action.formatting import signed_usd, spend_pair, usd
+from axl_action.formatting import signed_usd, spend_is_money, spend_pair, usd
 
 if TYPE_CHECKING:
     from axl_action.schema import EvalAccounting
@@ -83,20 +83,17 @@ def format_compare(
     if cost is not None:
         # Money with enough digits to tell the sides apart, and the direction from the
         # unrounded change (TS prints "$0.00 -> $0.00 (36.8%)" for $0.00128 -> $0.00175).
-        delta = cost.delta_exact
-        sign = "+" if delta > 0 else ""
-        if cost.delta_percent is None:
-            change = f" ({sign}{usd(abs(delta))}, no % from a $0 baseline)"
-        else:
-            change = f" ({signed_usd(delta)}, {sign}{to_fixed(cost.delta_percent, 1)}%)"
         before, after = spend_pair(
             cost.baseline_exact, baseline_accounting, cost.candidate_exact, candidate_accounting
         )
-        if any(
-            a is not None and a.completeness == "incomplete"
-            for a in (baseline_accounting, candidate_accounting)
-        ):
-            change = ""
+        change = ""
+        if spend_is_money(baseline_accounting) and spend_is_money(candidate_accounting):
+            delta = cost.delta_exact
+            sign = "+" if delta > 0 else ""
+            if cost.delta_percent is None:
+                change = f" ({sign}{usd(abs(delta))}, no % from a $0 baseline)"
+            else:
+                change = f" ({signed_usd(delta)}, {sign}{to_fixed(cost.delta_percent, 1)}%)"
         lines.append(f"  Cost: baseline {before} -> candidate {after}{change}")
         if not cost.certified:
             lines.append(f"        not certified: {cost.reason or 'costs are not comparable'}")
