@@ -182,17 +182,18 @@ def _long_lists(value: Any) -> list[tuple[int, str, str, list[Any]]]:
     """(holder, JSON path, key, list) of every list to write in blocks, in text order: a value
     of ``value`` (a dict; holder -1) or of the dict at index ``holder`` of ``value`` (a list)."""
     if type(value) is dict:
-        holders: list[tuple[int, str, Any]] = [(-1, "", value)]
+        holders: Iterable[tuple[int, Any]] = ((-1, value),)
     elif type(value) is list:
-        holders = [(i, f"[{i}]", v) for i, v in enumerate(value)]
+        holders = enumerate(value)
     else:
         return []
     found = []
-    for index, path, holder in holders:
-        if type(holder) is dict:
-            for key, v in holder.items():
-                if type(v) is list and len(v) > _BLOCKED_MIN and type(key) is str:
-                    found.append((index, f"{path}.{key}" if path else key, key, v))
+    for index, holder in holders:
+        if type(holder) is not dict:
+            continue
+        for key, v in holder.items():
+            if type(v) is list and len(v) > _BLOCKED_MIN and type(key) is str:
+                found.append((index, key if index < 0 else f"[{index}].{key}", key, v))
     return found
 
 
