@@ -275,6 +275,28 @@ def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
     print(f"Captured requests saved to {target}")
 
 
+def output_file(raw: str | None) -> Path | None:
+    """``--output`` of a command that runs items: checked before anything runs, since a path
+    that cannot be a file would only fail after every item had run (and been paid for)."""
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise UsageError("--output needs a file name", hint="e.g. --output out/results.json")
+    path = Path(raw)
+    if path.is_dir():
+        raise UsageError(
+            f"--output {raw} is a directory", hint=f"name the results file, e.g. {path / 'results.json'}"
+        )
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(
+                    f"--output {raw}: {parent} is a file, not a directory", hint="pass a path in a directory"
+                )
+            break
+    return path
+
+
 def write_results(
     output: Path, results: list[dict[str, Any]], *, as_list: bool, what: str = "results"
 ) -> None:

@@ -31,6 +31,7 @@ from axl_action.cli.common import (
     env_int,
     grace_seconds,
     make_runtime,
+    output_file,
     positive_int,
     sidecar_sink,
     write_results,
@@ -109,6 +110,7 @@ def _check(args: argparse.Namespace) -> tuple[Path, Path]:
     check_capture_flags(args)
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
+    output_file(args.output)
     return Path(args.paths[0]), Path(args.paths[1])
 
 

@@ -30,6 +30,7 @@ from axl_action.cli.common import (
     env_int,
     grace_seconds,
     make_runtime,
+    output_file,
     positive_int,
     sidecar_sink,
     write_results,
@@ -161,6 +162,7 @@ def run(argv: list[str]) -> int:
     check_capture_flags(args)
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
+    output_file(args.output)
     grace = grace_seconds(args.grace_period)
 
     from axl_action.evals.loader import expand_paths

@@ -55,6 +55,7 @@ from axl_action.errors import InputFileError, UsageError, read_input_bytes
 from axl_action.evals.common import empty_accounting_wire
 from axl_action.evals.log import warn
 from axl_action.runtime.scope import EMPTY_RECORD
+from axl_action.schema.itempass import ItemShapeError, item_facts
 from axl_action.schema.journal import (
     JOURNAL_FORMAT,
     JournalFlags,
@@ -479,6 +480,16 @@ def _item_line(
         )
     elif not isinstance(item, dict) or not isinstance(item.get("outcome"), str):
         problem = "its item is not an object with an outcome"
+    else:
+        # The fields a run's counts read, checked as a results file's are: here the message
+        # can still name the line.
+        names = [
+            n for part in ("scores", "scoreDetails") if isinstance(item.get(part), dict) for n in item[part]
+        ]
+        try:
+            item_facts([item], list(dict.fromkeys(names)))
+        except ItemShapeError as err:
+            problem = str(err).replace("items[0]", "item", 1)
     if problem is not None:
         raise JournalError(f"{source} line {number} is not a valid item line: {problem}", hint=_RECOVER_HINT)
     assert isinstance(segment, int) and isinstance(index, int) and isinstance(item, dict)
@@ -690,11 +701,19 @@ class JournalSession:
                     hint="resume it with the command that wrote it",
                 )
             self.previous = existing
-            self.writer = JournalWriter.append_to(existing, interval=interval)
-        else:
-            if resume:
-                print(f"[axl-eval] --resume: no journal at {self.path}, so this is a fresh run.", flush=True)
-            self.writer = JournalWriter.create(self.path, interval=interval)
+        elif resume:
+            print(f"[axl-eval] --resume: no journal at {self.path}, so this is a fresh run.", flush=True)
+        try:
+            if self.previous is not None:
+                self.writer = JournalWriter.append_to(self.previous, interval=interval)
+            else:
+                self.writer = JournalWriter.create(self.path, interval=interval)
+        except OSError as err:
+            # Before any item runs: nothing is paid for yet.
+            raise InputFileError(
+                f"cannot write the run journal {self.path} next to --output {output}: {err.strerror or err}",
+                hint="pass an --output in a directory you can write",
+            ) from None
 
     def group_id(self, label: str, runs: int) -> str | None:
         """The ``runGroupId`` of an earlier attempt of this eval's ``--runs`` batch, if any."""

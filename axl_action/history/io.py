@@ -121,7 +121,8 @@ def write_history(path: str | os.PathLike[str], history: History) -> Encoded:
         tmp.write_bytes(encoded.data)
         os.replace(tmp, target)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # no temp file where the directory is not one
+            tmp.unlink(missing_ok=True)
         raise InputFileError(
             f"cannot write {target}: {err.strerror or err}", hint="check that the directory is writable"
         ) from None

@@ -190,12 +190,22 @@ def _read_json(path: Path) -> Any:
         raise InputFileError(
             f"Cannot read pricing file {path}: {exc.strerror or exc}", hint="check the --pricing path"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"Pricing file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})",
+            hint='save it as UTF-8 JSON: {"version": 1, "models": {...}}',
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFileError(
             f"Pricing file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
             hint="fix the JSON syntax",
+        ) from None
+    except RecursionError:
+        raise InputFileError(
+            f"Pricing file {path} is nested too deeply to read",
+            hint='a pricing file is {"version": 1, "models": {"<provider:model>": {"input": ..., "output": ...}}}',
         ) from None
 
 

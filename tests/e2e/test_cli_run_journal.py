@@ -576,12 +576,46 @@ def test_a_line_cut_short_by_the_crash_is_dropped(tmp_path: Path) -> None:
 
 def test_a_results_file_that_cannot_be_written_keeps_the_journal(tmp_path: Path) -> None:
     out, calls, env = _counted(tmp_path, ITEMS="20")
-    out.mkdir()  # the results file cannot be put in place
+    # A directory appears where the results file goes once the run has started (the eval file
+    # makes it as it loads): the results file cannot be put in place at the end.
+    with (tmp_path / "counted_eval.py").open("a") as fh:
+        fh.write(f"\nos.makedirs({str(out)!r}, exist_ok=True)\n")
     failed = _axl(["counted_eval.py", "--output", str(out), "--quiet"], env, tmp_path)
     assert failed.returncode == 1 and "cannot write the results" in failed.stderr
     assert len(read_journal(tmp_path / "results.json.journal.jsonl").segments[0].items) == 20
     out.rmdir()
+    (tmp_path / "counted_eval.py").write_text(COUNTED_EVAL)
     resumed = _axl(["counted_eval.py", "--output", str(out), "--quiet", "--resume"], env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert set(_calls(calls).values()) == {1}
     assert json.loads(out.read_text())["metadata"]["resumed"]["itemsFromJournal"] == 20
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a file", "empty"])
+def test_an_output_that_cannot_be_a_file_is_refused_before_any_item_runs(tmp_path: Path, where: str) -> None:
+    out, calls, env = _counted(tmp_path, ITEMS="5")
+    if where == "a directory":
+        out.mkdir()
+        given, message = str(out), f"Error: --output {out} is a directory"
+    elif where == "under a file":
+        (tmp_path / "plain").write_text("x")
+        given, message = (
+            str(tmp_path / "plain" / "r.json"),
+            f"{tmp_path / 'plain'} is a file, not a directory",
+        )
+    else:
+        given, message = "", "Error: --output needs a file name"
+    failed = _axl(["counted_eval.py", "--output", given, "--quiet"], env, tmp_path)
+    lines = failed.stderr.strip().splitlines()
+    assert failed.returncode == 1 and len(lines) == 1 and message in lines[0], failed.stderr
+    assert not calls.exists() or not _calls(calls)
+    assert not list(tmp_path.glob("*.journal.jsonl"))
+
+
+def test_a_journal_that_cannot_be_created_is_one_line_before_any_item_runs(tmp_path: Path) -> None:
+    _, calls, env = _counted(tmp_path, ITEMS="5")
+    failed = _axl(["counted_eval.py", "--output", "/proc/axl-out.json", "--quiet"], env, tmp_path)
+    lines = failed.stderr.strip().splitlines()
+    assert failed.returncode == 1 and len(lines) == 1, failed.stderr
+    assert lines[0].startswith("Error: cannot write the run journal /proc/axl-out.json.journal.jsonl")
+    assert not calls.exists() or not _calls(calls)

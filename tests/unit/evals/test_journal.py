@@ -156,6 +156,10 @@ def test_a_torn_last_line_is_dropped_and_appending_cuts_it_off(
         (b'{"segment":0,"index":99,"item":{"outcome":"completed"}}\n', "index 99 is outside the 10 items"),
         (b'{"segment":0,"index":1,"item":[]}\n', "its item is not an object with an outcome"),
         (b"[1, 2]\n", "is not a JSON object"),
+        (
+            b'{"segment":0,"index":1,"item":{"outcome":"completed","scores":{"s":"x"}}}\n',
+            "line 5 is not a valid item line: item.scores.s: expected a number or null, got 'x'",
+        ),
     ],
 )
 def test_a_damaged_journal_is_refused_with_one_line(tmp_path: Path, extra: bytes, message: str) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from history_synth import Suite, run_wire, timestamp
 
+from axl_action.errors import InputFileError
 from axl_action.history import (
     ARTIFACT_FILE_NAME,
     History,
@@ -133,6 +134,12 @@ def test_gzip_and_plain_files_read_the_same(tmp_path: Path) -> None:
     assert history_bytes(h, gzipped=True).data == packed.data  # deterministic bytes
     for name in ("history.json", ARTIFACT_FILE_NAME):
         assert [e.summary for e in load_history(tmp_path / name).entries] == [e.summary for e in h.entries]
+
+
+def test_a_history_that_cannot_be_written_under_a_file_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(InputFileError, match=r"cannot write .*plain/history\.json"):
+        write_history(tmp_path / "plain" / "history.json", history_of(2))
 
 
 def test_append_keeps_the_newest_rows_and_replaces_a_rerun() -> None:

@@ -84,6 +84,24 @@ def test_bad_override_file_says_which_key_and_what_is_expected(
     assert str(path) in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"\x00\xff\xfe", "is not UTF-8 text (byte 1"),
+        (b'\xff\xfe{"x": 1}', "is not UTF-8 text (byte 0"),
+        (b"[" * 10_000 + b"]" * 10_000, "is nested too deeply to read"),
+    ],
+)
+def test_an_override_file_that_is_not_json_text_is_one_error(
+    tmp_path: Path, content: bytes, fragment: str
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_bytes(content)
+    with pytest.raises(InputFileError) as info:
+        PricingTable.load(path)
+    assert fragment in str(info.value) and str(path) in str(info.value)
+
+
 def test_missing_override_file(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="Cannot read pricing file"):
         PricingTable.load(tmp_path / "absent.json")
