@@ -164,9 +164,10 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
         for name, score_col, outcome_col, sample_col in per_scorer:
             score = scores.get(name)
             if score is not None:
-                if type(score) not in number_types:
+                if type(score) not in number_types or not 0 <= score <= 1:
+                    # No runner writes a score outside [0, 1]: the scorer failed instead.
                     raise ItemShapeError(
-                        f"items[{i}].scores.{name}: expected a number or null, got {_shown(score)}"
+                        f"items[{i}].scores.{name}: expected a number in [0, 1] or null, got {_shown(score)}"
                     )
                 score_col[i] = score
             detail = details.get(name)

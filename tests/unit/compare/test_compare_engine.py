@@ -375,8 +375,18 @@ def test_view_loading_rejects_bad_items(tmp_path: object) -> None:
     data["items"][0]["scores"]["a"] = "high"
     path = Path(str(tmp_path)) / "bad.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ResultFileError, match=r"at items\[0\]\.scores\.a: expected a number or null"):
+    with pytest.raises(
+        ResultFileError, match=r"at items\[0\]\.scores\.a: expected a number in \[0, 1\] or null"
+    ):
         load_for_compare(path)
+    # A score no runner writes (the scorer fails instead): refused, not compared.
+    for score in (7, -1, 10**40):
+        data["items"][0]["scores"]["a"] = score
+        path.write_text(json.dumps(data))
+        with pytest.raises(
+            ResultFileError, match=rf"scores\.a: expected a number in \[0, 1\] or null, got {score}"
+        ):
+            load_for_compare(path)
     path.write_text(json.dumps([data, 3]))
     with pytest.raises(ResultFileError):
         load_for_compare(path)

@@ -235,7 +235,17 @@ def test_control_characters_are_neutralised() -> None:
 
 
 @pytest.mark.parametrize(
-    ("x", "digits", "text"), [(0.125, 2, "0.13"), (1.005, 2, "1.00"), (-0.0, 2, "0.00"), (12.25, 1, "12.3")]
+    ("x", "digits", "text"),
+    [
+        (0.125, 2, "0.13"),
+        (1.005, 2, "1.00"),
+        (-0.0, 2, "0.00"),
+        (12.25, 1, "12.3"),
+        # From 1e21 JavaScript prints String(x); Decimal's quantize had raised there.
+        (9.99e20, 1, "999000000000000000000.0"),
+        (1e21, 3, "1e+21"),
+        (-1.5e40, 2, "-1.5e+40"),
+    ],
 )
 def test_to_fixed_matches_js(x: float, digits: int, text: str) -> None:
     assert console.to_fixed(x, digits) == text

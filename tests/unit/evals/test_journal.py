@@ -158,7 +158,7 @@ def test_a_torn_last_line_is_dropped_and_appending_cuts_it_off(
         (b"[1, 2]\n", "is not a JSON object"),
         (
             b'{"segment":0,"index":1,"item":{"outcome":"completed","scores":{"s":"x"}}}\n',
-            "line 5 is not a valid item line: item.scores.s: expected a number or null, got 'x'",
+            "line 5 is not a valid item line: item.scores.s: expected a number in \\[0, 1\\] or null, got 'x'",
         ),
     ],
 )
