@@ -101,6 +101,14 @@ def _import(path: Path) -> ModuleType:
     except EvalDefinitionError:
         sys.modules.pop(name, None)
         raise
+    except SystemExit as exc:
+        # sys.exit() at import would end the whole command silently, and the other files with it.
+        sys.modules.pop(name, None)
+        where = _innermost_line(exc, path)
+        raise EvalDefinitionError(
+            f"{path}{where}: the eval file called sys.exit({exc.code!r}) while it was loaded",
+            hint='an eval file is imported, not run: put script code under `if __name__ == "__main__":`',
+        ) from None
     except Exception as exc:
         sys.modules.pop(name, None)
         where = _innermost_line(exc, path)

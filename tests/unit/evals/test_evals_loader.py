@@ -76,6 +76,13 @@ def test_import_error_names_the_line(tmp_path: Path) -> None:
     assert f"{path}:2: importing the eval file failed: RuntimeError: no key" in str(info.value)
 
 
+def test_sys_exit_at_import_is_an_error_of_that_file_not_the_end_of_the_command(tmp_path: Path) -> None:
+    path = write(tmp_path, "exit_eval.py", "import sys\nsys.exit(3)\n")
+    with pytest.raises(EvalDefinitionError) as info:
+        load_eval_file(path)
+    assert f"{path}:2: the eval file called sys.exit(3) while it was loaded" in str(info.value)
+
+
 def test_no_eval_lists_what_was_found(tmp_path: Path) -> None:
     path = write(tmp_path, "empty_eval.py", "alpha = 1\ndef beta(): pass\n_private = 2\n")
     with pytest.raises(EvalDefinitionError) as info:
