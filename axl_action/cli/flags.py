@@ -61,13 +61,21 @@ def scan(argv: Sequence[str], value_flags: Sequence[str], bool_flags: Sequence[s
         if arg.startswith("--") and name in value_flags:
             if eq:
                 value = inline
-            elif i + 1 < len(argv):
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
                 i += 1
                 value = argv[i]
             else:
+                # A following flag is not taken as the value: `--json --holm` would write a file
+                # named --holm and lose the flag.
                 what = "a value in [0, 1]" if "error-rate" in name else "a value"
-                raise UsageError(f"{name} requires {what}")
-            values.setdefault(name, value)
+                after = f", got the flag {argv[i + 1]}" if i + 1 < len(argv) else ""
+                raise UsageError(
+                    f"{name} requires {what}{after}",
+                    hint=f"write {name}=VALUE if the value itself starts with --" if after else None,
+                )
+            if name in values and values[name] != value:
+                raise UsageError(f"{name} was given twice ({values[name]} and {value})", hint="give it once")
+            values[name] = value
         elif arg in bool_flags:
             flags.add(arg)
         elif arg.startswith("--"):

@@ -52,6 +52,11 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
     """Expand CLI paths: globs, directories (their eval files, sorted), files as given."""
     out: list[Path] = []
     for raw in paths:
+        if not raw.strip():
+            # Path("") is the current directory: an unset variable would run every eval there.
+            raise EvalDefinitionError(
+                "an empty eval path was given", hint="pass an eval file or folder; is a variable unset?"
+            )
         if any(ch in raw for ch in "*?["):
             matches = sorted(Path(p) for p in glob.glob(raw, recursive=True))
             if not matches:

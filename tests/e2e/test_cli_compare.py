@@ -151,6 +151,9 @@ def test_cost_gate_cannot_certify_legacy(capsys: pytest.CaptureFixture[str]) -> 
             "Error: --max-cost-increase must be a non-negative percentage",
         ),
         (["a", "b", "--nope"], "Error: Unknown flag: --nope"),
+        # A flag after a value flag is not its value (it would have written a file named --holm).
+        (["a", "b", "--json", "--holm"], "Error: --json requires a value, got the flag --holm"),
+        (["a", "b", "--seed", "1", "--seed", "2"], "Error: --seed was given twice (1 and 2)"),
         (["missing.json", "b"], "Error: results file not found: missing.json"),
     ],
 )

@@ -83,6 +83,11 @@ def test_sys_exit_at_import_is_an_error_of_that_file_not_the_end_of_the_command(
     assert f"{path}:2: the eval file called sys.exit(3) while it was loaded" in str(info.value)
 
 
+def test_an_empty_path_is_refused_rather_than_read_as_the_current_directory() -> None:
+    with pytest.raises(EvalDefinitionError, match="an empty eval path was given"):
+        expand_paths(["examples/quickstart", ""])
+
+
 def test_no_eval_lists_what_was_found(tmp_path: Path) -> None:
     path = write(tmp_path, "empty_eval.py", "alpha = 1\ndef beta(): pass\n_private = 2\n")
     with pytest.raises(EvalDefinitionError) as info:
