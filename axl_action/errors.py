@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -140,6 +141,9 @@ def read_input_bytes(
     file is one ``error`` naming it as ``what`` (``results file``, ``journal``...)."""
     source = str(path)
     try:
+        # A device (/dev/zero, /dev/urandom) would be read forever; pipes and files are fine.
+        if stat.S_ISCHR(os.stat(path).st_mode):
+            raise error(f"{source} is a device, not a {what}", hint=missing_hint)
         return Path(path).read_bytes()
     except FileNotFoundError:
         raise error(f"{what} not found: {source}", hint=missing_hint) from None

@@ -77,6 +77,17 @@ def command_of(args: Sequence[str]) -> tuple[str, list[str]]:
     return "run", list(args)
 
 
+def _mistyped_command(first: str) -> str | None:
+    """The command ``first`` looks like a typo of, when it names no path either (``compre``):
+    read as an eval path it would only say that no such file exists."""
+    if first.startswith("-") or any(ch in first for ch in "/.*?[") or os.path.exists(first):
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(first, COMMANDS, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
@@ -92,6 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     register_env_secrets()
     tolerant_console()
     name, rest = command_of(args)
+    if name == "run" and args[0] not in COMMANDS:
+        mistyped = _mistyped_command(args[0])
+        if mistyped is not None:
+            print(
+                f'Error: unknown command "{args[0]}" (did you mean `axl-eval {mistyped}`?)', file=sys.stderr
+            )
+            return 1
     if name not in RUNS_EVAL_CODE:
         one_blas_thread()
     module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")

@@ -247,3 +247,10 @@ def test_cost_line_says_what_was_not_measured(
     _, out, _ = run(capsys, *paths)
     cost_lines = [x for x in out.splitlines() if x.startswith("  Cost:")]
     assert cost_lines == [line]
+
+
+def test_a_device_is_refused_instead_of_read_forever(capsys: pytest.CaptureFixture[str]) -> None:
+    # /dev/zero never ends: it is named as a device, in one line, before any byte is read.
+    code, _, err = run(capsys, "/dev/zero", str(LEGACY / "tiny3-baseline.json"))
+    assert code == 1
+    assert err.strip().splitlines() == ["Error: /dev/zero is a device, not a results file (check the path)"]

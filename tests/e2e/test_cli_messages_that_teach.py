@@ -262,3 +262,17 @@ def test_help_says_what_commands_do(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert capsys.readouterr().out.startswith("usage: axl-eval [run] [-h] [--output FILE]")
+
+
+def test_a_mistyped_command_names_the_command_it_looks_like(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no file named like the typo
+    assert main(["compre", "a.json", "b.json"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        'Error: unknown command "compre" (did you mean `axl-eval compare`?)'
+    ]
+    # A path that exists, or looks like one, is still an eval path.
+    (tmp_path / "compre").mkdir()
+    assert main(["compre"]) == 1
+    assert "compre: the directory holds no eval files" in capsys.readouterr().err
