@@ -1,0 +1,42 @@
+"""The response cache: pay once for a model call (docs/cache.md).
+
+* :mod:`~axl_action.cache.key`: the key, a pure function of the canonical request;
+* :mod:`~axl_action.cache.entry`: what is kept for a reply, and the one rule of what may be;
+* :mod:`~axl_action.cache.store`: the local directory store (atomic, capped, LRU, expiring);
+* :mod:`~axl_action.cache.nearest`: the nearest recorded request for a replay miss;
+* :mod:`~axl_action.cache.archive`: the store packed into one archive, and back;
+* :mod:`~axl_action.cache.actions`: the GitHub Actions cache service (what ``actions/cache``
+  uses), with GitHub's scoping.
+"""
+
+from __future__ import annotations
+
+from axl_action.cache.entry import CacheEntry, CertifiedCost, SettledReply, settle_reply
+from axl_action.cache.errors import CacheError, CacheKeyError, CacheServiceError, NotCacheable
+from axl_action.cache.key import GENERATION, CacheKey, CacheRequest, Purpose, cache_key, request_record
+from axl_action.cache.nearest import NearestRequest, RequestIndex, diff_paths, nearest_request
+from axl_action.cache.store import CacheStats, DirectoryStore, Served
+
+__all__ = [
+    "GENERATION",
+    "CacheEntry",
+    "CacheError",
+    "CacheKey",
+    "CacheKeyError",
+    "CacheRequest",
+    "CacheServiceError",
+    "CacheStats",
+    "CertifiedCost",
+    "DirectoryStore",
+    "NearestRequest",
+    "NotCacheable",
+    "Purpose",
+    "RequestIndex",
+    "Served",
+    "SettledReply",
+    "cache_key",
+    "diff_paths",
+    "nearest_request",
+    "request_record",
+    "settle_reply",
+]
