@@ -3,10 +3,7 @@
 * :mod:`~axl_action.cache.key`: the key, a pure function of the canonical request;
 * :mod:`~axl_action.cache.entry`: what is kept for a reply, and the one rule of what may be;
 * :mod:`~axl_action.cache.store`: the local directory store (atomic, capped, LRU, expiring);
-* :mod:`~axl_action.cache.nearest`: the nearest recorded request for a replay miss;
-* :mod:`~axl_action.cache.archive`: the store packed into one archive, and back;
-* :mod:`~axl_action.cache.actions`: the GitHub Actions cache service (what ``actions/cache``
-  uses), with GitHub's scoping.
+* :mod:`~axl_action.cache.nearest`: the nearest recorded request for a replay miss.
 """
 
 from __future__ import annotations

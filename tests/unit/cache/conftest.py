@@ -1,0 +1,8 @@
+"""Fixtures for the response-cache unit tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
