@@ -51,12 +51,26 @@ def format_known_spend(accounting: EvalAccounting) -> str:
     """
     known = accounting.known_cost or 0
     cost = usd(known) if known else spend_shown(known, accounting)
+    replayed = format_replayed(accounting)
+    if replayed:
+        cost = f"billed {usd(known)} · {replayed}"
     if accounting.completeness == "complete":
         return cost
     if accounting.completeness == "unverified":
         return f"{cost} (unverified)"
     reasons = ", ".join(f"{n} {r}" for r, n in (accounting.reasons or {}).items())
     return f"{cost} (incomplete: {reasons or 'unknown spend'})"
+
+
+def format_replayed(accounting: EvalAccounting) -> str | None:
+    """``$1.80 replayed from cache (412 of 430 calls)``, or ``None`` when the response cache
+    answered no call. Replayed calls of unknown original cost are named, never priced $0."""
+    replayed = accounting.replayed
+    if replayed is None or not replayed.calls:
+        return None
+    calls = accounting.operations.total
+    unpriced = f", {replayed.unpriced} of unknown cost" if replayed.unpriced else ""
+    return f"{usd(replayed.cost)} replayed from cache ({replayed.calls} of {calls} calls{unpriced})"
 
 
 def format_budget_line(accounting: EvalAccounting) -> str | None:

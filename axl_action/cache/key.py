@@ -84,7 +84,11 @@ _INT64 = 2**63
 
 
 class Purpose(BaseModel):
-    """Why the call was made: a generation, or one judge's grading call."""
+    """Why the call was made: a generation, or one judge's grading call.
+
+    A judge is named by its model, and by its scorer name and prompt template where the caller
+    knows them. ``runtime.chat`` keys a judge's call by its model: the judge's rendered prompt
+    is in the body, so a changed prompt or a swapped judge model is a different key."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -100,8 +104,8 @@ class Purpose(BaseModel):
     @model_validator(mode="after")
     def _judge_is_named(self) -> Purpose:
         judge_fields = (self.scorer, self.model, self.prompt)
-        if self.kind == "judge" and any(f is None for f in judge_fields):
-            raise ValueError("a judge purpose names its scorer, model and prompt")
+        if self.kind == "judge" and self.model is None:
+            raise ValueError("a judge purpose names at least its model")
         if self.kind == "generation" and any(f is not None for f in judge_fields):
             raise ValueError("a generation purpose has no scorer, model or prompt")
         return self

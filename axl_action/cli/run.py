@@ -121,6 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the first SIGINT/SIGTERM, seconds the items in flight get to finish, scorers included, "
         "before what has settled is written (default: $AXL_EVAL_GRACE_SECONDS, else 30)",
     )
+    parser.add_argument(
+        "--cache",
+        metavar="MODE",
+        default="off",
+        help="response cache: off (default), read, write, on (read and write) or replay (never a live "
+        "call; a miss fails the item) (docs/cache.md)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where --cache keeps replies (default: $AXL_EVAL_CACHE_DIR, else .axl-cache)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables, only gate lines")
     return parser
 
@@ -172,6 +184,7 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"--scorers requires a single eval file (matched {len(files)}).")
 
     runtime = make_runtime(args.pricing)
+    runtime.cache = _cache(args)
     session = _journal(args) if args.output else None
     interrupt = Interrupt(grace=grace)
     results: list[dict[str, Any]] = []
@@ -197,6 +210,19 @@ def run(argv: list[str]) -> int:
     if interrupted is not None:
         return interrupted
     return 1 if failed or not results else 0
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    """The run's response cache (``None`` for ``--cache off``); a bad mode or an unusable
+    directory is one error before anything runs."""
+    import os
+
+    from axl_action.cache import open_cache, parse_cache_mode
+
+    mode = parse_cache_mode(args.cache)
+    if mode == "off" and args.cache_dir:
+        raise UsageError("--cache-dir needs --cache", hint="e.g. --cache on --cache-dir DIR (docs/cache.md)")
+    return open_cache(mode, args.cache_dir or os.environ.get("AXL_EVAL_CACHE_DIR") or None)
 
 
 def _journal(args: argparse.Namespace) -> JournalSession:
@@ -305,9 +331,10 @@ def _run_one(
             else None
         )
         progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
+        cache = runtime.cache
         record = execute_run(
             definition,
-            runtime,
+            runtime.with_cache(cache.at_repeat(run_index)) if cache is not None else runtime,
             on_progress=progress,
             cancel_event=cancel,
             abort_event=interrupt.abort,
@@ -318,6 +345,9 @@ def _run_one(
             prior_accounting=resumed.prior_accounting if resumed is not None else (),
         )
         stamp_resumed(record.wire, resumed)
+        if cache is not None:
+            # Compare tells a cached run from a live one by this (docs/cache.md).
+            record.wire["metadata"]["cache"] = {"mode": cache.mode}
         if args.scorers:
             stamp_scorer_filter(record.wire, definition)
         return record

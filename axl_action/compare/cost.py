@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from axl_action.compare.models import CostComparison
-from axl_action.schema import KNOWN_ACCOUNTING_VERSIONS, RunView, read_accounting, round3
+from axl_action.schema import KNOWN_ACCOUNTING_VERSIONS, RunView, certified_cost, read_accounting, round3
 
 
 def _sides(
@@ -111,14 +111,17 @@ def _js(value: str | None) -> str:
 def compare_cost(
     baseline: Sequence[RunView], candidate: Sequence[RunView], scorer_names: Sequence[str]
 ) -> CostComparison | None:
-    """The cost block, or None when neither side has spend nor accounting (spec §2.11)."""
+    """The cost block, or None when neither side has spend nor accounting (spec §2.11).
+
+    Each side is its *certified* cost (``schema.certified_cost``): calls the response cache
+    replayed count at what they cost when made, so a cached run is compared like for like."""
     run_count = len(baseline)
     b_sum = 0.0
     for ra in baseline:
-        b_sum += read_accounting(ra.header).known_cost
+        b_sum += certified_cost(read_accounting(ra.header))
     c_sum = 0.0
     for ra in candidate:
-        c_sum += read_accounting(ra.header).known_cost
+        c_sum += certified_cost(read_accounting(ra.header))
     b_avg, c_avg = b_sum / run_count, c_sum / run_count
     has_accounting = any(ra.header.accounting is not None for ra in [*baseline, *candidate])
     if not (b_avg > 0 or c_avg > 0 or has_accounting):

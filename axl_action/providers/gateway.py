@@ -10,6 +10,11 @@ admission before every HTTP attempt, then settled exactly once:
 * failure after dispatch            -> ``unknown("usage_missing")``, error re-raised
 * admission refused                 -> the operation already retracted/settled itself
 
+With a response cache on the runtime (``Runtime(cache=...)``, ``--cache MODE``), the cache is
+asked before the operation opens: a hit settles it as *replayed* (billed $0, the recorded cost
+kept as certified), a ``replay`` miss raises before anything is opened or sent, and a live
+reply the one rule allows is stored after it settled (``axl_action/cache``, docs/cache.md).
+
 The completion text is redacted here, by the one rule (``axl_action.redaction``), before the
 workflow or judge sees it: a model that echoes a key therefore echoes ``[REDACTED]`` into the
 output, the report and the sidecar alike (one rule for every copy of the text).
@@ -21,16 +26,21 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from axl_action.providers.base import Provider
+from axl_action.providers.base import HttpProvider, Provider
 from axl_action.providers.capture import build_record
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.pricing import PricingTable
 from axl_action.providers.registry import ProviderRegistry, default_registry, parse_model_uri
-from axl_action.providers.types import ChatMessage, ChatRequest, ChatResponse
+from axl_action.providers.types import CallTiming, ChatMessage, ChatRequest, ChatResponse, TokenUsage
 from axl_action.redaction import redact
 from axl_action.runtime.scope import Operation, current_scope, is_admission_denial, open_operation
+
+if TYPE_CHECKING:
+    from axl_action.cache import CacheEntry, CacheRequest, CertifiedCost
+    from axl_action.cache.calls import ResponseCache
 
 MessageLike = ChatMessage | Mapping[str, Any]
 
@@ -141,7 +151,31 @@ def chat(
         timeout=timeout,
     )
     table = pricing_for(runtime, pricing)
+    cache: ResponseCache | None = getattr(runtime, "cache", None)
+    if cache is None:
+        return _live(provider, provider_name, model_uri, request, runtime, table)[0]
+    key, record = cache.key_of(cache_request(provider, provider_name, model_uri, request))
+    if not cache.reads:
+        return _live_stored(cache, key, record, provider, provider_name, model_uri, request, runtime, table)
+    entry = cache.store.get(key)
+    if entry is not None:
+        return _replayed(entry, model_uri)
+    if cache.mode == "replay":
+        raise cache.replay_miss(record, f"a {model_uri} chat call")
+    return _live_stored(cache, key, record, provider, provider_name, model_uri, request, runtime, table)
+
+
+def _live(
+    provider: Provider,
+    provider_name: str,
+    model_uri: str,
+    request: ChatRequest,
+    runtime: Any | None,
+    table: PricingTable,
+) -> tuple[ChatResponse, CertifiedCost | None]:
+    """The live call: one operation, admitted per attempt, settled once, captured."""
     op = open_operation("chat", model=model_uri)
+    model = request.model
     try:
         response = provider.chat(request, before_dispatch=op.before_dispatch)
     except BaseException as exc:
@@ -150,27 +184,148 @@ def chat(
         if not is_admission_denial(exc) and isinstance(exc, Exception):
             _capture(op, runtime, provider_name, model, getattr(exc, "exchange", None), exc)
         raise
-    settle(op, model_uri, response, table)
+    certified = settle(op, model_uri, response, table)
     op.record_timing(model_uri, response.timing)
     _capture(op, runtime, provider_name, model, response.exchange, None)
     safe = redact(response.text)
-    return response if safe is response.text else dataclasses.replace(response, text=safe)
+    return (response if safe is response.text else dataclasses.replace(response, text=safe)), certified
 
 
-def settle(op: Operation, model_uri: str, response: ChatResponse, table: PricingTable) -> None:
-    """Settle ``op`` from ``response`` (see the module docstring for the rules)."""
+def _live_stored(
+    cache: ResponseCache,
+    key: str,
+    record: dict[str, Any],
+    provider: Provider,
+    provider_name: str,
+    model_uri: str,
+    request: ChatRequest,
+    runtime: Any | None,
+    table: PricingTable,
+) -> ChatResponse:
+    """A live call whose reply is stored when the mode writes and the one rule allows it.
+    With ``on``, threads asking for the same key wait for one call (single flight)."""
+    from axl_action.cache import NotCacheable, settle_reply
+
+    def compute() -> tuple[ChatResponse, Any]:
+        response, certified = _live(provider, provider_name, model_uri, request, runtime, table)
+        try:
+            reply = settle_reply(
+                status=200,
+                body={"text": response.text, "requestId": response.request_id},
+                usage=response.usage.to_wire() if response.usage is not None else None,
+                model=response.model,
+                complete=True,
+                finish_reason=response.finish_reason,
+                cost=certified,
+            )
+        except NotCacheable:
+            reply = None
+        return response, reply
+
+    if cache.mode == "on":
+        served = cache.store.get_or_compute(key, record, compute)
+        if served.hit and served.entry is not None:
+            return _replayed(served.entry, model_uri)
+        assert served.value is not None
+        return served.value
+    response, reply = compute()
+    if reply is not None and cache.writes:
+        cache.store.put(key, record, reply)
+    return response
+
+
+def cache_request(
+    provider: Provider, provider_name: str, model_uri: str, request: ChatRequest
+) -> CacheRequest:
+    """What the cache key hashes for a ``runtime.chat`` call: the adapter's whole wire body
+    (every parameter, ``provider_options`` merged) at its endpoint, or, for a provider that is
+    not JSON over HTTP, the request's own fields. A judge's call is keyed as a judge's."""
+    from axl_action.cache import GENERATION, CacheRequest, Purpose
+
+    scope = current_scope()
+    judging = scope is not None and scope.purpose == "judging"
+    purpose = Purpose(kind="judge", model=model_uri) if judging else GENERATION
+    if isinstance(provider, HttpProvider):
+        url = urlsplit(provider.endpoint(request))
+        base = urlsplit(provider.base_url)
+        endpoint = url.path[len(base.path) :] if url.path.startswith(base.path) else url.path
+        return CacheRequest(
+            provider=provider_name,
+            endpoint=endpoint or "/",
+            base_url=provider.base_url,
+            model=request.model,
+            body=provider.build_body(request),
+            purpose=purpose,
+        )
+    return CacheRequest(
+        provider=provider_name,
+        endpoint="runtime.chat",
+        base_url="",
+        model=request.model,
+        body={
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "stop": list(request.stop) if request.stop else None,
+            "response_format": dict(request.response_format) if request.response_format else None,
+            **dict(request.provider_options),
+        },
+        purpose=purpose,
+    )
+
+
+def _replayed(entry: CacheEntry, model_uri: str) -> ChatResponse:
+    """The recorded reply as the call's response; its operation settles replayed (billed $0,
+    certified at the recorded cost). No timing is recorded: latency statistics leave hits out."""
+    op = open_operation("chat", model=model_uri)
+    reply = entry.reply
+    op.replay(reply.cost.usd if reply.cost is not None else None)
+    body = reply.body if isinstance(reply.body, Mapping) else {}
+    usage = reply.usage
+    return ChatResponse(
+        text=redact(str(body.get("text", ""))),
+        usage=TokenUsage(
+            input_tokens=usage.get("inputTokens", 0),
+            output_tokens=usage.get("outputTokens", 0),
+            reasoning_tokens=usage.get("reasoningTokens", 0),
+            cached_tokens=usage.get("cachedTokens", 0),
+            cache_write_tokens=usage.get("cacheWriteTokens", 0),
+            audio_seconds=usage.get("audioSeconds", 0),
+        ),
+        provider_cost=None,
+        request_id=body.get("requestId") if isinstance(body.get("requestId"), str) else None,
+        model=reply.model,
+        finish_reason=reply.finish_reason,
+        timing=CallTiming(attempts=0),
+    )
+
+
+def settle(
+    op: Operation, model_uri: str, response: ChatResponse, table: PricingTable
+) -> CertifiedCost | None:
+    """Settle ``op`` from ``response`` (see the module docstring for the rules); returns the
+    cost it settled at, with its provenance (what a cache entry certifies), or ``None``."""
+    from axl_action.cache import CertifiedCost
+
     usage = response.usage.to_wire() if response.usage is not None else None
     if response.provider_cost is not None:
         op.settle(response.provider_cost, usage or {}, response.cost_provenance)
-        return
+        if op.state != "settled":
+            return None
+        provenance = response.cost_provenance
+        known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
+        return CertifiedCost(usd=response.provider_cost, provenance=known)
     if response.usage is None:
         op.unknown("usage_missing")
-        return
+        return None
     estimate = table.price(model_uri, response.usage)
     if estimate is None:
         op.unknown("unpriced_model", usage)
-    else:
-        op.settle(estimate, usage or {}, "price_table_estimate")
+        return None
+    op.settle(estimate, usage or {}, "price_table_estimate")
+    return CertifiedCost(
+        usd=estimate, provenance="price_table_estimate", price_table=" + ".join(table.sources)
+    )
 
 
 def _capture(
@@ -238,6 +393,7 @@ def resolve_provider(
 __all__ = [
     "MeasuredProvider",
     "ProviderError",
+    "cache_request",
     "chat",
     "default_pricing",
     "registry_for",

@@ -23,14 +23,26 @@ class Runtime:
     """The instrumented runtime (``instrumented = True``).
 
     ``pricing`` and ``capture`` are forwarded to the provider gateway; ``None`` means the
-    gateway's defaults (built-in price table, no capture).
+    gateway's defaults (built-in price table, no capture). ``cache`` is the response cache
+    (:class:`axl_action.cache.ResponseCache`, docs/cache.md); ``None`` makes every call live.
     """
 
     instrumented: bool = True
 
-    def __init__(self, *, pricing: Any = None, providers: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, *, pricing: Any = None, providers: Mapping[str, Any] | None = None, cache: Any = None
+    ) -> None:
         self.pricing = pricing
         self.providers = dict(providers or {})
+        self.cache = cache
+
+    def with_cache(self, cache: Any) -> Runtime:
+        """A runtime like this one with another cache (the CLI gives each ``--runs`` repeat its
+        own, so each repeat has its own entries); pricing and providers are shared."""
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.cache = cache
+        return clone
 
     def chat(self, model_uri: str, messages: Sequence[Any], **options: Any) -> ChatResponse:
         """One measured chat completion through the provider gateway (``provider:model``)."""

@@ -120,6 +120,7 @@ class _Ledger:
         "model_calls",
         "provenance",
         "reasons",
+        "replayed",
         "samples",
         "settled",
         "timing",
@@ -146,6 +147,9 @@ class _Ledger:
         self.tokens: dict[str, float] = {"input": 0, "output": 0, "reasoning": 0}
         self.timing: dict[str, dict[str, float]] = {}
         self.samples: dict[str, list[CallTiming]] | None = {} if keep_samples else None
+        self.replayed: dict[str, Any] | None = None
+        """Calls served by the response cache: ``{"calls", "cost", "unpriced"}`` (``None``
+        while there is none, so a run without the cache writes the 0.24 record unchanged)."""
 
     def record(self) -> dict[str, Any]:
         """The core ``Accounting`` record in wire form and key order (spec §7.1)."""
@@ -165,6 +169,7 @@ class _Ledger:
             },
             "breakdown": dict(self.breakdown),
             "provenance": dict(self.provenance),
+            **({"replayed": dict(self.replayed)} if self.replayed is not None else {}),
         }
 
     def metadata(self) -> dict[str, Any] | None:
@@ -478,6 +483,26 @@ class Operation:
                 ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
             for controller in self._controllers:
                 controller.charge(cost)
+            self._close("settled")
+
+    def replay(self, certified: float | None) -> None:
+        """Settle a call the response cache answered: billed $0 (nothing was sent, so the
+        budget is not charged), with what the call cost when it was made (``certified``, or
+        ``None`` for a model that had no price then) kept apart under ``replayed``."""
+        with _LOCK:
+            if self._state != "open":
+                return
+            for scope in self._chain:
+                ledger = scope.open_ledger()
+                ledger.settled += 1
+                replayed = ledger.replayed
+                if replayed is None:
+                    replayed = ledger.replayed = {"calls": 0, "cost": 0, "unpriced": 0}
+                replayed["calls"] += 1
+                if certified is not None and _usable(certified):
+                    replayed["cost"] += certified
+                else:
+                    replayed["unpriced"] += 1
             self._close("settled")
 
     def unknown(self, reason: str, usage: Mapping[str, float] | None = None) -> None:

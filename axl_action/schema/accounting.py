@@ -72,6 +72,19 @@ class Breakdown(CompleteWireModel):
     """Spend of declared external operations."""
 
 
+class Replayed(WireModel):
+    """Calls the response cache answered (docs/cache.md): billed $0, certified at what they
+    cost when they were made. Absent from records of runs without the cache (and from every
+    0.24 file, whose reader ignores it)."""
+
+    calls: int = 0
+    """Calls served from the cache."""
+    cost: float = 0
+    """What those calls cost when they were made (USD): the certified, not the billed, cost."""
+    unpriced: int = 0
+    """Replayed calls whose original cost was unknown (not in ``cost``)."""
+
+
 class Accounting(CompleteWireModel):
     """Core accounting record, version 1 (runner spec §7.1)."""
 
@@ -94,6 +107,9 @@ class Accounting(CompleteWireModel):
     """Known cost by purpose."""
     provenance: dict[str, float] = Field(default_factory=dict)
     """Known cost by where the number came from (provider_reported, price_table_estimate, ...)."""
+    replayed: Replayed | None = None
+    """Calls answered by the response cache; ``knownCost`` is what was billed, and
+    ``knownCost + replayed.cost`` the certified cost (:func:`certified_cost`)."""
 
 
 class BudgetSnapshot(WireModel):
@@ -144,6 +160,14 @@ class EvalAccounting(Accounting):
     """Present iff any caller claim was seen (run only)."""
 
 
+def certified_cost(accounting: Accounting) -> float:
+    """What the run's calls cost, replayed ones at their recorded cost: the figure cost gates
+    and deltas compare, so a cached run is not "97 % cheaper" than a live one. Equal to
+    ``knownCost`` (what was billed) for a run without the cache."""
+    replayed = accounting.replayed
+    return accounting.known_cost + (replayed.cost if replayed is not None and usable(replayed.cost) else 0)
+
+
 def empty_accounting() -> Accounting:
     """All zeros, complete, empty maps."""
     return Accounting()
@@ -159,9 +183,15 @@ def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
     counters = {"total": 0, "settled": 0, "unknown": 0, "denied": 0}
     breakdown = {"generation": 0.0, "judging": 0.0, "external": 0.0}
     any_unverified = any_incomplete = False
+    replayed: Replayed | None = None
     for rec in records:
         if rec is None:
             continue
+        if rec.replayed is not None:
+            replayed = replayed or Replayed()
+            replayed.calls += rec.replayed.calls
+            replayed.cost += rec.replayed.cost if usable(rec.replayed.cost) else 0
+            replayed.unpriced += rec.replayed.unpriced
         if usable(rec.known_cost):
             known += rec.known_cost
         for key in USAGE_KEYS:
@@ -194,6 +224,8 @@ def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
         operations=Operations(**counters, by_kind=by_kind),
         breakdown=Breakdown(**breakdown),
         provenance=provenance,
+        # Passed only when present: an explicit None would be written as "replayed": null.
+        **({"replayed": replayed} if replayed is not None else {}),
     )
 
 

@@ -200,7 +200,7 @@ def test_a_value_that_is_not_json_names_its_path() -> None:
 
 
 def test_a_judge_purpose_must_name_its_judge() -> None:
-    with pytest.raises(ValueError, match="scorer, model and prompt"):
+    with pytest.raises(ValueError, match="names at least its model"):
         Purpose(kind="judge", scorer="helpful")
     with pytest.raises(ValueError, match="no scorer"):
         Purpose(kind="generation", model="openai:gpt-4o")

@@ -1,0 +1,239 @@
+"""``--cache MODE`` end to end: real CLI processes, a loopback OpenAI-compatible server that
+counts requests, and the result files they write (docs/cache.md, issue 22)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.llm_servers import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CACHED_EVAL = """\
+import os
+from axl_action import dataset, define_eval, scorer
+
+PROMPT = os.environ.get("PROMPT", "Say ok to item")
+
+def execute_workflow(value, runtime):
+    response = runtime.chat(
+        "openai:gpt-4o-mini",
+        [{"role": "user", "content": f"{PROMPT} {value['id']}"}],
+        temperature=0,
+    )
+    return {"output": {"id": value["id"], "text": response.text}}
+
+eval = define_eval(
+    "cached",
+    dataset("cached", items=[{"input": {"id": i}} for i in range(int(os.environ.get("ITEMS", "12")))]),
+    [scorer("answered", lambda output: 1.0 if output["text"] else 0.0)],
+    concurrency=4,
+)
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer("openai") as srv:
+        yield srv
+
+
+def _env(server: FakeLLMServer, **extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AXL_EVAL_"))}
+    return {**base, "OPENAI_API_KEY": "sk-test-cache-0123456789", "OPENAI_BASE_URL": server.base_url, **extra}
+
+
+def _axl(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "axl_action.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+
+
+def _result(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _chat_requests(server: FakeLLMServer) -> int:
+    return sum(1 for r in server.requests if r.path.endswith("/chat/completions"))
+
+
+def test_an_unchanged_call_is_paid_once_and_certified_at_what_it_cost(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    env = _env(server)
+    # Prices large enough that the compare block's 3-decimal totals are not 0.
+    (tmp_path / "prices.json").write_text(
+        json.dumps({"version": 1, "models": {"openai:gpt-4o-mini": {"input": 5000, "output": 5000}}})
+    )
+    live = _axl(
+        ["cached_eval.py", "--cache", "on", "--pricing", "prices.json", "--output", "live.json"],
+        env,
+        tmp_path,
+    )
+    assert live.returncode == 0, live.stderr
+    assert _chat_requests(server) == 12
+    first = _result(tmp_path / "live.json")
+    assert first["accounting"]["knownCost"] > 0
+    assert "replayed" not in first["accounting"]
+    assert first["metadata"]["cache"] == {"mode": "on"}
+
+    again = _axl(
+        ["cached_eval.py", "--cache", "on", "--pricing", "prices.json", "--output", "cached.json"],
+        env,
+        tmp_path,
+    )
+    assert again.returncode == 0, again.stderr
+    assert _chat_requests(server) == 12  # not one request more
+    second = _result(tmp_path / "cached.json")
+    accounting = second["accounting"]
+    assert accounting["knownCost"] == 0  # billed
+    assert accounting["replayed"]["calls"] == 12
+    assert accounting["replayed"]["cost"] == pytest.approx(first["accounting"]["knownCost"])
+    assert accounting["completeness"] == "complete"
+    assert [i["output"] for i in second["items"]] == [i["output"] for i in first["items"]]
+    assert "billed $0" in again.stdout and "replayed from cache (12 of 12 calls)" in again.stdout
+    # Item accounting carries the same split, so the report's per-item cost stays certifiable.
+    assert all(i["accounting"]["replayed"]["calls"] == 1 for i in second["items"])
+
+    # The cost delta compares certified cost on both sides: no "100 % cheaper".
+    compared = _axl(["compare", "live.json", "cached.json", "--json", "cmp.json"], env, tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    cost = _result(tmp_path / "cmp.json")["comparison"]["cost"]
+    assert cost["delta"] == 0 and cost["candidateTotal"] == cost["baselineTotal"] > 0
+
+
+def test_each_repeat_of_runs_has_its_own_entries(tmp_path: Path, server: FakeLLMServer) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    env = _env(server, ITEMS="5")
+    first = _axl(["cached_eval.py", "--runs", "2", "--cache", "on", "--output", "a.json"], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert _chat_requests(server) == 10  # the second repeat was not served the first one's reply
+    second = _axl(["cached_eval.py", "--runs", "2", "--cache", "on", "--output", "b.json"], env, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert _chat_requests(server) == 10
+    runs = _result(tmp_path / "b.json")
+    assert [r["accounting"]["replayed"]["calls"] for r in runs] == [5, 5]
+
+
+def test_replay_never_calls_a_model_and_a_miss_names_the_field_that_differs(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    recorded = _axl(
+        ["cached_eval.py", "--cache", "write", "--output", "rec.json"], _env(server, ITEMS="3"), tmp_path
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    assert _chat_requests(server) == 3
+    replay = _axl(
+        ["cached_eval.py", "--cache", "replay", "--output", "replay.json", "--max-item-error-rate", "1"],
+        _env(server, ITEMS="3", PROMPT="Say OK to item"),
+        tmp_path,
+    )
+    assert _chat_requests(server) == 3  # a miss is never sent
+    items = _result(tmp_path / "replay.json")["items"]
+    assert all("no recorded reply" in item["error"] for item in items), items
+    assert all("differs at body.messages[0].content" in item["error"] for item in items)
+    assert replay.returncode == 1
+
+
+def test_write_mode_never_reads_and_off_leaves_no_directory(tmp_path: Path, server: FakeLLMServer) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    env = _env(server, ITEMS="2")
+    for _ in range(2):
+        ran = _axl(["cached_eval.py", "--cache", "write", "--cache-dir", "c"], env, tmp_path)
+        assert ran.returncode == 0, ran.stderr
+    assert _chat_requests(server) == 4
+    assert len(list((tmp_path / "c" / "entries").rglob("*"))) > 0
+    plain = _axl(["cached_eval.py"], env, tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert not (tmp_path / ".axl-cache").exists()
+
+
+def test_a_damaged_entry_is_one_warning_and_a_live_call_never_a_wrong_answer(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    env = _env(server, ITEMS="4")
+    assert _axl(["cached_eval.py", "--cache", "on"], env, tmp_path).returncode == 0
+    entries = sorted(p for p in (tmp_path / ".axl-cache" / "entries").rglob("*") if p.is_file())
+    for entry in entries[:2]:
+        data = bytearray(entry.read_bytes())
+        data[-5] ^= 0x20
+        entry.write_bytes(bytes(data))
+    again = _axl(["cached_eval.py", "--cache", "on", "--output", "r.json"], env, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert _chat_requests(server) == 6  # the two damaged entries were called again
+    assert again.stderr.count("is damaged") == 1
+    assert "Traceback" not in again.stderr
+    assert _result(tmp_path / "r.json")["accounting"]["replayed"]["calls"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cache", "sometimes"], '--cache: "sometimes" is not a cache mode'),
+        (["--cache-dir", "x"], "--cache-dir needs --cache"),
+    ],
+)
+def test_a_bad_cache_flag_is_one_line_and_nothing_runs(
+    tmp_path: Path, server: FakeLLMServer, args: list[str], message: str
+) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    ran = _axl(["cached_eval.py", *args], _env(server), tmp_path)
+    assert ran.returncode == 1
+    assert message in ran.stderr and "Traceback" not in ran.stderr
+    assert _chat_requests(server) == 0
+
+
+JUDGED_EVAL = """\
+import os
+from axl_action import dataset, define_eval, llm_scorer
+
+eval = define_eval(
+    "judged",
+    dataset("judged", items=[{"input": f"question {i}"} for i in range(3)]),
+    [llm_scorer("helpful", os.environ.get("JUDGE", "openai:gpt-4o-mini"), os.environ["JUDGE_PROMPT"])],
+    execute_workflow=lambda value, runtime: {"output": f"answer to {value}"},
+)
+"""
+
+
+def test_a_judge_is_replayed_until_its_prompt_or_model_changes(tmp_path: Path, server: FakeLLMServer) -> None:
+    (tmp_path / "judged_eval.py").write_text(JUDGED_EVAL)
+
+    def judge(prompt: str, model: str = "openai:gpt-4o-mini") -> dict[str, Any]:
+        server.enqueue(*[server.ok('{"score": 0.75, "reasoning": "fine"}') for _ in range(3)])
+        ran = _axl(
+            ["judged_eval.py", "--cache", "on", "--output", "j.json"],
+            _env(server, JUDGE_PROMPT=prompt, JUDGE=model),
+            tmp_path,
+        )
+        assert ran.returncode == 0, ran.stderr
+        return _result(tmp_path / "j.json")
+
+    first = judge("Rate how helpful the answer is.")
+    assert _chat_requests(server) == 3 and first["accounting"]["breakdown"]["judging"] > 0
+    again = judge("Rate how helpful the answer is.")
+    assert _chat_requests(server) == 3  # the grades were replayed
+    assert again["accounting"]["replayed"]["calls"] == 3
+    assert [i["scores"] for i in again["items"]] == [i["scores"] for i in first["items"]]
+    judge("Rate how correct the answer is.")  # a changed judge prompt never reuses old grades
+    assert _chat_requests(server) == 6
+    judge("Rate how correct the answer is.", model="openai:gpt-4o")  # nor a swapped judge model
+    assert _chat_requests(server) == 9
