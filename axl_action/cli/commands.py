@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from axl_action.cli.common import HardStop, Interrupt, pricing_notes
@@ -63,6 +63,34 @@ def add_capture_flags(parser: argparse.ArgumentParser, *, calls: str) -> None:
         action="store_true",
         help="with --capture-requests: also replace prompt and completion text in the captured records",
     )
+
+
+def add_cache_flags(parser: argparse.ArgumentParser) -> None:
+    """``--cache MODE`` and ``--cache-dir DIR`` (docs/cache.md), the same on every command
+    that makes model calls."""
+    parser.add_argument(
+        "--cache",
+        metavar="MODE",
+        default="off",
+        help="response cache: off (default), read, write, on (read and write) or replay (never a live "
+        "call; a miss fails the item) (docs/cache.md)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where --cache keeps replies (default: $AXL_EVAL_CACHE_DIR, else .axl-cache)",
+    )
+
+
+def cache_from_flags(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
+    """The command's response cache (``None`` for ``--cache off``); a bad mode or an unusable
+    directory is one error before anything runs."""
+    from axl_action.cache import open_cache, parse_cache_mode
+
+    mode = parse_cache_mode(args.cache)
+    if mode == "off" and args.cache_dir:
+        raise UsageError("--cache-dir needs --cache", hint="e.g. --cache on --cache-dir DIR (docs/cache.md)")
+    return open_cache(mode, args.cache_dir or env.get("AXL_EVAL_CACHE_DIR") or None)
 
 
 def check_capture_flags(args: argparse.Namespace) -> None:

@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes, write_on_hard_stop
+from axl_action.cli.commands import (
+    add_cache_flags,
+    add_capture_flags,
+    cache_from_flags,
+    check_capture_flags,
+    closing_notes,
+    write_on_hard_stop,
+)
 from axl_action.cli.common import (
     ArgParser,
     HardStop,
@@ -74,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="items rescored at once (default: $AXL_EVAL_CONCURRENCY, else 5)",
     )
     add_capture_flags(parser, calls="judge")
+    add_cache_flags(parser)
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
     parser.add_argument(
         "--resume",
@@ -139,6 +148,7 @@ def run(argv: list[str]) -> int:
     scorers = _scorers(eval_path)
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
     runtime = make_runtime(args.pricing)
+    runtime.cache = cache_from_flags(args, os.environ)
     session = _journal(args) if args.output else None
 
     interrupt = Interrupt(grace=grace)
@@ -230,10 +240,12 @@ def _rescore_all(
             sink = sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
             records = source_records(Path(source_file.path), source, only_referenced=source_file.is_list)
         try:
+            cache = runtime.cache
             result = execute_rescore(
                 wire,
                 scorers,
-                runtime,
+                # Keyed by the source run's repeat, so the judges of each run have their own entries.
+                runtime.with_cache(cache.at_repeat(number)) if cache is not None else runtime,
                 concurrency=concurrency,
                 cancel_event=interrupt.event,
                 abort_event=interrupt.abort,
@@ -250,6 +262,8 @@ def _rescore_all(
                 session.incomplete = True
             raise
         stamp_resumed(result, resumed)
+        if cache is not None:
+            result["metadata"]["cache"] = {"mode": cache.mode}
         out.append(result)
 
 

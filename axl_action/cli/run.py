@@ -13,6 +13,7 @@ settles (``evals/journal.py``); ``--resume`` continues an interrupted run from i
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import uuid
@@ -21,7 +22,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from axl_action.cli.commands import add_capture_flags, check_capture_flags, closing_notes, write_on_hard_stop
+from axl_action.cli.commands import (
+    add_cache_flags,
+    add_capture_flags,
+    cache_from_flags,
+    check_capture_flags,
+    closing_notes,
+    write_on_hard_stop,
+)
 from axl_action.cli.common import (
     ArgParser,
     HardStop,
@@ -121,18 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the first SIGINT/SIGTERM, seconds the items in flight get to finish, scorers included, "
         "before what has settled is written (default: $AXL_EVAL_GRACE_SECONDS, else 30)",
     )
-    parser.add_argument(
-        "--cache",
-        metavar="MODE",
-        default="off",
-        help="response cache: off (default), read, write, on (read and write) or replay (never a live "
-        "call; a miss fails the item) (docs/cache.md)",
-    )
-    parser.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        help="where --cache keeps replies (default: $AXL_EVAL_CACHE_DIR, else .axl-cache)",
-    )
+    add_cache_flags(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables, only gate lines")
     return parser
 
@@ -184,7 +181,7 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"--scorers requires a single eval file (matched {len(files)}).")
 
     runtime = make_runtime(args.pricing)
-    runtime.cache = _cache(args)
+    runtime.cache = cache_from_flags(args, os.environ)
     session = _journal(args) if args.output else None
     interrupt = Interrupt(grace=grace)
     results: list[dict[str, Any]] = []
@@ -210,19 +207,6 @@ def run(argv: list[str]) -> int:
     if interrupted is not None:
         return interrupted
     return 1 if failed or not results else 0
-
-
-def _cache(args: argparse.Namespace) -> Any:
-    """The run's response cache (``None`` for ``--cache off``); a bad mode or an unusable
-    directory is one error before anything runs."""
-    import os
-
-    from axl_action.cache import open_cache, parse_cache_mode
-
-    mode = parse_cache_mode(args.cache)
-    if mode == "off" and args.cache_dir:
-        raise UsageError("--cache-dir needs --cache", hint="e.g. --cache on --cache-dir DIR (docs/cache.md)")
-    return open_cache(mode, args.cache_dir or os.environ.get("AXL_EVAL_CACHE_DIR") or None)
 
 
 def _journal(args: argparse.Namespace) -> JournalSession:

@@ -50,6 +50,28 @@ def _listed(keys: list[str], total: int) -> str:
     return shown + (f" and {total - 5} more" if total > 5 else "")
 
 
+def _cache_mode(header: RunHeader) -> str:
+    cache = header.metadata.get("cache")
+    mode = cache.get("mode") if isinstance(cache, dict) else None
+    return mode if isinstance(mode, str) else "off"
+
+
+def _cache_note(baseline: RunHeader, candidate: RunHeader) -> str | None:
+    """A sentence when one side ran with the response cache and the other did not: its
+    replayed answers are recorded ones, not what the model says today (docs/cache.md). Not a
+    change of what is measured, so it does not change the status."""
+    b_mode, c_mode = _cache_mode(baseline), _cache_mode(candidate)
+    if b_mode == c_mode or "off" not in (b_mode, c_mode):
+        return None
+    cached, header = ("candidate", candidate) if c_mode != "off" else ("baseline", baseline)
+    replayed = header.accounting.replayed if header.accounting is not None else None
+    calls = f" ({replayed.calls} calls replayed)" if replayed is not None and replayed.calls else ""
+    return (
+        f"the {cached} ran with --cache {_cache_mode(header)}{calls} and the other side live: "
+        "replayed answers are recorded ones; costs are compared as certified"
+    )
+
+
 def check_compatibility(
     baseline: RunHeader, candidate: RunHeader, alignment: Alignment, matched: int
 ) -> Compatibility:
@@ -97,6 +119,9 @@ def check_compatibility(
             f"pricing table changed ({pricing.baseline} -> {pricing.candidate}): "
             "a cost delta partly reflects new prices"
         )
+    cache_note = _cache_note(baseline, candidate)
+    if cache_note:
+        messages.append(cache_note)
     if alignment.mode == "key":
         if alignment.removed_count:
             messages.append(

@@ -117,6 +117,14 @@ def test_an_unchanged_call_is_paid_once_and_certified_at_what_it_cost(
     cost = _result(tmp_path / "cmp.json")["comparison"]["cost"]
     assert cost["delta"] == 0 and cost["candidateTotal"] == cost["baselineTotal"] > 0
 
+    # Against a live baseline, compare says the candidate's answers were replayed.
+    plain = _axl(["cached_eval.py", "--pricing", "prices.json", "--output", "plain.json"], env, tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert _axl(["compare", "plain.json", "cached.json", "--json", "vs.json"], env, tmp_path).returncode == 0
+    messages = _result(tmp_path / "vs.json")["comparison"]["compatibility"]["messages"]
+    assert any("candidate ran with --cache on (12 calls replayed)" in m for m in messages), messages
+    assert _result(tmp_path / "vs.json")["comparison"]["cost"]["delta"] == 0
+
 
 def test_each_repeat_of_runs_has_its_own_entries(tmp_path: Path, server: FakeLLMServer) -> None:
     (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
@@ -237,3 +245,24 @@ def test_a_judge_is_replayed_until_its_prompt_or_model_changes(tmp_path: Path, s
     assert _chat_requests(server) == 6
     judge("Rate how correct the answer is.", model="openai:gpt-4o")  # nor a swapped judge model
     assert _chat_requests(server) == 9
+
+
+def test_rescore_replays_the_judges_it_already_paid_for(tmp_path: Path, server: FakeLLMServer) -> None:
+    (tmp_path / "judged_eval.py").write_text(JUDGED_EVAL)
+    env = _env(server, JUDGE_PROMPT="Rate it.")
+    server.enqueue(*[server.ok('{"score": 0.5, "reasoning": "meh"}') for _ in range(3)])
+    assert _axl(["judged_eval.py", "--output", "src.json"], env, tmp_path).returncode == 0
+    assert _chat_requests(server) == 3
+    server.enqueue(*[server.ok('{"score": 1, "reasoning": "good"}') for _ in range(3)])
+    for name in ("r1.json", "r2.json"):
+        ran = _axl(
+            ["rescore", "src.json", "judged_eval.py", "--cache", "on", "--output", name], env, tmp_path
+        )
+        assert ran.returncode == 0, ran.stderr
+    assert _chat_requests(server) == 6  # the second rescore made no judge call
+    second = _result(tmp_path / "r2.json")
+    assert second["accounting"]["replayed"]["calls"] == 3
+    assert [i["scores"] for i in second["items"]] == [
+        i["scores"] for i in _result(tmp_path / "r1.json")["items"]
+    ]
+    assert second["metadata"]["cache"] == {"mode": "on"}
