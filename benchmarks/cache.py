@@ -83,7 +83,9 @@ def lookup(entries: int, root: Path, samples: int = 2000) -> None:
         for i in range(entries):
             request = _request(i)
             store.put(cache_key(request), request_record(request), reply)
-        print(f"filled {entries:,} entries in {time.perf_counter() - start:.1f} s ({store.usage()[0] / 1e6:.0f} MB)")
+        print(
+            f"filled {entries:,} entries in {time.perf_counter() - start:.1f} s ({store.usage()[0] / 1e6:.0f} MB)"
+        )
     step = max(1, entries // samples)
     hit_ids = list(range(0, entries, step))[:samples]
 
@@ -117,7 +119,16 @@ def lookup(entries: int, root: Path, samples: int = 2000) -> None:
 def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, dict[str, object]]:
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "axl_action.cli.main", "suite_eval.py", "--quiet", "--output", "r.json", *args],
+        [
+            sys.executable,
+            "-m",
+            "axl_action.cli.main",
+            "suite_eval.py",
+            "--quiet",
+            "--output",
+            "r.json",
+            *args,
+        ],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -156,7 +167,9 @@ def suite(items: int, delay: float, root: Path) -> None:
             replayed = accounting.get("replayed") or {}
             rows.append((label, wall, duration, calls, replayed))
     live_duration = rows[0][2]
-    print(f"\nA {items:,}-call suite through the CLI (server answers after {delay * 1000:.0f} ms, concurrency 32):")
+    print(
+        f"\nA {items:,}-call suite through the CLI (server answers after {delay * 1000:.0f} ms, concurrency 32):"
+    )
     print(f"  {'':34} {'process':>9} {'duration':>9} {'vs live':>8} {'calls':>7} {'replayed':>9}")
     for label, wall, duration, calls, replayed in rows:
         print(
@@ -166,11 +179,15 @@ def suite(items: int, delay: float, root: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--delay", type=float, default=0.02)
-    parser.add_argument("--dir", type=Path, default=None, help="where to keep the stores (default: a temp dir)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where to keep the stores (default: a temp dir)"
+    )
     parser.add_argument("--skip-lookup", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
@@ -178,7 +195,9 @@ def main() -> None:
         if not args.skip_lookup:
             lookup(args.entries, root)
         suite(args.items, args.delay, root)
-    print(f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; shared machine: figures vary by ~20 %)")
+    print(
+        f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; shared machine: figures vary by ~20 %)"
+    )
 
 
 if __name__ == "__main__":

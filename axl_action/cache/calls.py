@@ -73,17 +73,19 @@ class ResponseCache:
         """The same cache for repeat ``repeat`` of ``--runs`` (each repeat has its own entries)."""
         return dataclasses.replace(self, repeat=repeat)
 
-    def key_of(self, request: CacheRequest) -> tuple[str, dict[str, object]]:
-        """The key and the redacted record of ``request`` at this cache's repeat."""
+    def keyed(self, request: CacheRequest) -> tuple[str, CacheRequest]:
+        """The key of ``request`` at this cache's repeat, and the request as keyed. Its redacted
+        record (:func:`~axl_action.cache.key.request_record`) is made only when a miss needs it:
+        redaction is most of a hit's cost otherwise."""
         keyed = (
             request if request.repeat == self.repeat else request.model_copy(update={"repeat": self.repeat})
         )
-        return cache_key(keyed), request_record(keyed)
+        return cache_key(keyed), keyed
 
-    def replay_miss(self, record: dict[str, object], what: str) -> ReplayMissError:
+    def replay_miss(self, request: CacheRequest, what: str) -> ReplayMissError:
         """The error of a replay miss: what was asked, the nearest recorded request and the
         fields that differ."""
-        nearest = self.store.nearest(record)
+        nearest = self.store.nearest(request_record(request))
         found = nearest.describe() if nearest is not None else f"the cache at {self.store.root} is empty"
         return ReplayMissError(
             f"--cache replay: no recorded reply for {what}; {found}",

@@ -25,8 +25,8 @@ entry, an unknown layout) is a miss: the first one of a run logs ONE warning nam
 file, later ones are only counted (:attr:`CacheStats.damaged`). The file is removed so it is
 not tried again. Never a crash, never a wrong answer.
 
-**Size cap and LRU.** A hit sets the file's modification time to now, so mtime is the time
-of last use. The store keeps the total size in ``usage`` (updated under an ``flock`` by every
+**Size cap and LRU.** A hit sets the file's modification time to now (unless it was set in
+the last minute), so mtime is the time of last use, to a minute. The store keeps the total size in ``usage`` (updated under an ``flock`` by every
 process); when a write takes it over ``max_bytes``, one process (a non-blocking lock on
 ``evict.lock`` picks it) scans the entries, removes the least recently used until the total is
 at most ``low_water`` (90 %) of the cap, and rewrites ``usage`` from what it saw, which also
@@ -76,6 +76,8 @@ DEFAULT_MAX_AGE = timedelta(days=30)
 """Default expiry: entries made more than 30 days ago are misses."""
 LOW_WATER = 0.9
 """An eviction pass stops once the total is at most this fraction of the cap."""
+TOUCH_SECONDS = 60.0
+"""A hit marks its entry as used (mtime) only when the last mark is older than this."""
 STALE_TMP_SECONDS = 3600.0
 """Files in ``tmp/`` older than this are leftovers of a crashed writer and are removed."""
 
@@ -231,34 +233,43 @@ class DirectoryStore:
         return entry
 
     def _lookup(self, key: str) -> CacheEntry | None:
-        entry = self._read(key)
-        if entry is None:
+        found = self._read_with_mtime(key)
+        if found is None:
             return None
+        entry, mtime = found
         now = self.clock()
         if self.max_age is not None and now - entry.made_at.timestamp() > self.max_age.total_seconds():
             self._remove(key)
             self._count("expired")
             return None
-        # mtime = last use, for LRU eviction; an entry evicted by another process in between
-        # was still read whole.
-        with contextlib.suppress(OSError):
-            os.utime(self.path_of(key), (now, now))
+        # mtime = last use, for LRU eviction, to TOUCH_SECONDS: an entry used in the last minute
+        # is not touched again (a syscall that writes metadata is a fifth of a hit's cost, and
+        # eviction cannot tell a minute apart among entries used over days). An entry evicted
+        # by another process in between was still read whole.
+        if now - mtime > TOUCH_SECONDS:
+            with contextlib.suppress(OSError):
+                os.utime(self.path_of(key), (now, now))
         return entry
 
     def _read(self, key: str) -> CacheEntry | None:
+        found = self._read_with_mtime(key)
+        return found[0] if found is not None else None
+
+    def _read_with_mtime(self, key: str) -> tuple[CacheEntry, float] | None:
         if not is_cache_key(key):
             raise CacheError(f"{key!r} is not a cache key", hint="keys come from axl_action.cache.cache_key")
         path = self.path_of(key)
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
+                mtime = os.fstat(fh.fileno()).st_mtime
         except FileNotFoundError:
             return None
         except OSError as exc:
             self._damaged(key, path, f"it cannot be read ({exc.strerror or exc})")
             return None
         try:
-            return decode_entry(data, key)
+            return decode_entry(data, key), mtime
         except DamagedEntry as exc:
             self._damaged(key, path, str(exc))
             self._remove(key)
@@ -526,10 +537,11 @@ class DirectoryStore:
     def get_or_compute(
         self,
         key: CacheKey | str,
-        request: Mapping[str, Any],
+        record: Callable[[], Mapping[str, Any]],
         compute: Callable[[], tuple[T, SettledReply | None]],
     ) -> Served[T]:
-        """The entry of ``key``, or ``compute()``'s result stored under it.
+        """The entry of ``key``, or ``compute()``'s result stored under it; ``record()`` makes
+        the redacted request record, asked only when there is a reply to store.
 
         ``compute`` makes the live call and returns ``(value, reply)``, ``reply`` being the
         :class:`SettledReply` to store or ``None`` when the reply may not be cached. Threads
@@ -553,7 +565,7 @@ class DirectoryStore:
             self._count("misses")
             try:
                 value, reply = compute()
-                stored = self.put(key, request, reply) if reply is not None else None
+                stored = self.put(key, record(), reply) if reply is not None else None
                 return Served(stored, value, False)
             finally:
                 with self._lock:

@@ -154,15 +154,15 @@ def chat(
     cache: ResponseCache | None = getattr(runtime, "cache", None)
     if cache is None:
         return _live(provider, provider_name, model_uri, request, runtime, table)[0]
-    key, record = cache.key_of(cache_request(provider, provider_name, model_uri, request))
+    key, keyed = cache.keyed(cache_request(provider, provider_name, model_uri, request))
     if not cache.reads:
-        return _live_stored(cache, key, record, provider, provider_name, model_uri, request, runtime, table)
+        return _live_stored(cache, key, keyed, provider, provider_name, model_uri, request, runtime, table)
     entry = cache.store.get(key)
     if entry is not None:
         return _replayed(entry, model_uri)
     if cache.mode == "replay":
-        raise cache.replay_miss(record, f"a {model_uri} chat call")
-    return _live_stored(cache, key, record, provider, provider_name, model_uri, request, runtime, table)
+        raise cache.replay_miss(keyed, f"a {model_uri} chat call")
+    return _live_stored(cache, key, keyed, provider, provider_name, model_uri, request, runtime, table)
 
 
 def _live(
@@ -194,7 +194,7 @@ def _live(
 def _live_stored(
     cache: ResponseCache,
     key: str,
-    record: dict[str, Any],
+    keyed: CacheRequest,
     provider: Provider,
     provider_name: str,
     model_uri: str,
@@ -204,7 +204,7 @@ def _live_stored(
 ) -> ChatResponse:
     """A live call whose reply is stored when the mode writes and the one rule allows it.
     With ``on``, threads asking for the same key wait for one call (single flight)."""
-    from axl_action.cache import NotCacheable, settle_reply
+    from axl_action.cache import NotCacheable, request_record, settle_reply
 
     def compute() -> tuple[ChatResponse, Any]:
         response, certified = _live(provider, provider_name, model_uri, request, runtime, table)
@@ -223,14 +223,14 @@ def _live_stored(
         return response, reply
 
     if cache.mode == "on":
-        served = cache.store.get_or_compute(key, record, compute)
+        served = cache.store.get_or_compute(key, lambda: request_record(keyed), compute)
         if served.hit and served.entry is not None:
             return _replayed(served.entry, model_uri)
         assert served.value is not None
         return served.value
     response, reply = compute()
     if reply is not None and cache.writes:
-        cache.store.put(key, record, reply)
+        cache.store.put(key, request_record(keyed), reply)
     return response
 
 

@@ -118,11 +118,11 @@ def test_the_least_recently_used_entries_go_first_when_the_cap_is_passed(tmp_pat
     store, _ = _store(tmp_path / "c", clock=clock, max_bytes=size * 5 + size // 2)
     keys = []
     for seed in range(5):
-        clock.now += 10
+        clock.now += 100
         keys.append(_put(store, body=chat_body(seed=seed)))
-    clock.now += 10
+    clock.now += 100
     assert store.get(keys[0]) is not None  # the oldest write is now the most recent use
-    clock.now += 10
+    clock.now += 100
     keys.append(_put(store, body=chat_body(seed=99)))  # over the cap: evict to <= 90 %
     present = [store.path_of(k).exists() for k in keys]
     assert present == [True, False, False, True, True, True]
@@ -202,7 +202,7 @@ def test_single_flight_makes_one_call_for_threads_asking_the_same_key(tmp_path: 
     served: list[Served[str]] = []
     threads = [
         threading.Thread(
-            target=lambda: served.append(store.get_or_compute(key, request_record(request), compute))
+            target=lambda: served.append(store.get_or_compute(key, lambda: request_record(request), compute))
         )
         for _ in range(8)
     ]
@@ -228,8 +228,8 @@ def test_when_the_leader_fails_the_next_waiter_makes_its_own_call(tmp_path: Path
         raise RuntimeError("HTTP 500")
 
     with pytest.raises(RuntimeError):
-        store.get_or_compute(key, request_record(request), failing)
-    uncacheable = store.get_or_compute(key, request_record(request), lambda: ("live", None))
+        store.get_or_compute(key, lambda: request_record(request), failing)
+    uncacheable = store.get_or_compute(key, lambda: request_record(request), lambda: ("live", None))
     assert uncacheable.entry is None and uncacheable.value == "live" and not uncacheable.hit
     assert store.get(key) is None  # nothing was stored for the failure or the uncacheable reply
 
