@@ -320,7 +320,20 @@ def llm_scorer(
             result["cost"] = cost
         return result
 
-    return Scorer(name=name, score=score, description=description or "", applies=applies, is_llm=True)
+    # What changes a grade: hashed into metadata.fingerprint.config, so compare and --resume
+    # tell two judges apart (a changed prompt or model is another judge, issue 25 item 4).
+    config = {
+        "model": model,
+        "system": system,
+        "schema": validator.json_schema,
+        "temperature": temperature,
+        "maxTokens": max_tokens,
+        "stop": list(stop) if stop else None,
+        "providerOptions": dict(provider_options) if provider_options else None,
+    }
+    return Scorer(
+        name=name, score=score, description=description or "", applies=applies, is_llm=True, config=config
+    )
 
 
 def _response_cost(response: Any, model_uri: str, context: Any) -> float | None:
