@@ -266,3 +266,38 @@ def test_rescore_replays_the_judges_it_already_paid_for(tmp_path: Path, server: 
         i["scores"] for i in _result(tmp_path / "r1.json")["items"]
     ]
     assert second["metadata"]["cache"] == {"mode": "on"}
+
+
+CRASHING_EVAL = CACHED_EVAL.replace(
+    "def execute_workflow(value, runtime):\n",
+    "def execute_workflow(value, runtime):\n"
+    "    if os.environ.get('CRASH_AT') == str(value['id']):\n"
+    "        import signal\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n",
+).replace("concurrency=4", "concurrency=1")
+
+
+def test_a_resumed_run_takes_the_journal_then_the_cache_and_pays_for_neither(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    (tmp_path / "cached_eval.py").write_text(CRASHING_EVAL)
+    env = _env(server, ITEMS="10")
+    assert _axl(["cached_eval.py", "--cache", "on", "--cache-dir", "c"], env, tmp_path).returncode == 0
+    assert _chat_requests(server) == 10
+    # A run that dies at item 6: items 0-5 are in its journal, all 10 in the cache.
+    crashed = _axl(
+        ["cached_eval.py", "--cache", "on", "--cache-dir", "c", "--output", "r.json"],
+        {**env, "CRASH_AT": "6"},
+        tmp_path,
+    )
+    assert crashed.returncode != 0 and (tmp_path / "r.json.journal.jsonl").exists()
+    resumed = _axl(
+        ["cached_eval.py", "--cache", "on", "--cache-dir", "c", "--output", "r.json", "--resume"],
+        env,
+        tmp_path,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert _chat_requests(server) == 10  # neither the journaled items nor the cached ones were paid again
+    result = _result(tmp_path / "r.json")
+    assert result["metadata"]["resumed"]["itemsFromJournal"] == 6
+    assert result["accounting"]["knownCost"] == 0 and result["accounting"]["replayed"]["calls"] == 10
