@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from axl_action.errors import AxlError
-from axl_action.github.errors import GitHubError
+from axl_action.github.errors import CacheServiceError
 
 NotCacheableReason = Literal["error", "cut_off", "refused", "no_usage"]
 
@@ -46,7 +46,4 @@ class NotCacheable(CacheError):
         model refused), ``no_usage`` (nothing to certify the cost with)."""
 
 
-class CacheServiceError(GitHubError):
-    """The GitHub Actions cache service (Twirp ``CacheService``) or its blob storage failed."""
-
-    code = "CACHE_SERVICE"
+__all__ = ["CacheError", "CacheKeyError", "CacheServiceError", "NotCacheable", "NotCacheableReason"]

@@ -30,29 +30,25 @@ import io
 import json
 import logging
 import mimetypes
-import random
 import time
-import uuid
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import urlsplit
 
 import requests
 from pydantic import BaseModel, ConfigDict
 
-from axl_action.github.client import USER_AGENT, own_session
-from axl_action.github.errors import ArtifactError, redact
-from axl_action.github.retry import Backoff, Retrier, Retry
+from axl_action.github.client import USER_AGENT
+from axl_action.github.errors import ArtifactError, GitHubError
+from axl_action.github.results_service import BLOCK_SIZE, ResultsService
+from axl_action.github.results_service import field as _field
 
 log = logging.getLogger("axl_action.github")
 
 SERVICE_PATH = "/twirp/github.actions.results.api.v1.ArtifactService/"
-BLOCK_SIZE = 8 * 1024 * 1024
-AZURE_API_VERSION = "2023-11-03"
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _NAME_FORBIDDEN = '":<>|*?\r\n\\/'
 _PATH_FORBIDDEN = '":<>|*?\r\n'
 RUNTIME_HINT = (
@@ -162,7 +158,7 @@ def zip_files(files: Mapping[str, bytes], *, level: int = 6, when: datetime | No
     return buf.getvalue()
 
 
-class ArtifactUploader:
+class ArtifactUploader(ResultsService):
     """Client for the artifacts v4 results service of the *current* job.
 
     Args:
@@ -179,6 +175,11 @@ class ArtifactUploader:
         clock: the current time: artifact expiry and the zip entries' timestamps.
         uniform: the jitter's random source, draws in [0, 1) (tests pass a fixed one).
     """
+
+    service_path = SERVICE_PATH
+    error = ArtifactError
+    noun = "artifact"
+    hint = RUNTIME_HINT
 
     def __init__(
         self,
@@ -197,27 +198,22 @@ class ArtifactUploader:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         uniform: Callable[[], float] | None = None,
     ) -> None:
-        parts = urlsplit(results_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ArtifactError(
-                f"ACTIONS_RESULTS_URL {results_url!r} is not an http(s) URL", hint=RUNTIME_HINT
-            )
-        self.origin = f"{parts.scheme}://{parts.netloc}"
-        self._token = runtime_token
-        self.ids = backend_ids_from_token(runtime_token)
-        self._session = own_session(session)
-        self.timeout = timeout
-        self.block_size = block_size
-        self.max_retention_days = max_retention_days
-        self.user_agent = user_agent
-        self.on_secret = on_secret
-        self.clock = clock
-        self.retrier = Retrier(
-            Backoff(attempts=max_attempts, base=base_delay),
+        super().__init__(
+            results_url,
+            runtime_token,
+            session=session,
             sleep=sleep,
-            uniform=uniform or random.Random().random,
+            max_attempts=max_attempts,
+            base_delay=base_delay,
+            timeout=timeout,
+            block_size=block_size,
+            user_agent=user_agent,
+            on_secret=on_secret,
+            uniform=uniform,
         )
-        """The layer's one retry rule (``github.retry``) for Twirp calls and blob requests."""
+        self.ids = backend_ids_from_token(runtime_token)
+        self.max_retention_days = max_retention_days
+        self.clock = clock
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **kwargs: Any) -> ArtifactUploader:
@@ -298,7 +294,7 @@ class ArtifactUploader:
         expires = self._expires_at(retention_days)
         if expires is not None:
             create["expires_at"] = expires
-        created = self._call("CreateArtifact", create)
+        created = self._call("CreateArtifact", create, about=name)
         if not created.get("ok"):
             raise ArtifactError(
                 f"CreateArtifact for {name!r}: response from backend was not ok", hint="re-run the job"
@@ -310,7 +306,9 @@ class ArtifactUploader:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         self._put_blocks(upload_url, data, mime_type or "application/zip")
         finalized = self._call(
-            "FinalizeArtifact", {**self._ids(), "name": name, "size": str(len(data)), "hash": digest}
+            "FinalizeArtifact",
+            {**self._ids(), "name": name, "size": str(len(data)), "hash": digest},
+            about=name,
         )
         artifact_id = _field(finalized, "artifact_id")
         if not finalized.get("ok") or artifact_id is None:
@@ -325,7 +323,7 @@ class ArtifactUploader:
         body: dict[str, Any] = self._ids()
         if name is not None:
             body["name_filter"] = name
-        resp = self._call("ListArtifacts", body)
+        resp = self._call("ListArtifacts", body, about=name)
         items = resp.get("artifacts") or []
         return [{_snake(k): v for k, v in item.items()} for item in items if isinstance(item, dict)]
 
@@ -333,7 +331,7 @@ class ArtifactUploader:
         """Delete artifact ``name`` of the current run; return its id, or None if absent."""
         if not self.list_artifacts(name):
             return None
-        resp = self._call("DeleteArtifact", {**self._ids(), "name": name})
+        resp = self._call("DeleteArtifact", {**self._ids(), "name": name}, about=name)
         artifact_id = _field(resp, "artifact_id")
         return int(artifact_id) if artifact_id is not None else None
 
@@ -362,142 +360,20 @@ class ArtifactUploader:
         when = self.clock() + timedelta(days=days)
         return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
-    def _mask_sas(self, url: str) -> None:
-        if self.on_secret is None:
-            return
-        for sig in parse_qs(urlsplit(url).query).get("sig", []):
-            self.on_secret(sig)
-
-    def _call(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
-        url = self.origin + SERVICE_PATH + method
-        headers = {
-            "Authorization": f"Bearer {self._token}",
-            "Content-Type": "application/json",
-            "User-Agent": self.user_agent,
-        }
-        payload = json.dumps(body, separators=(",", ":"))
-
-        def attempt(_: int) -> dict[str, Any]:
-            try:
-                resp = self._session.post(url, data=payload, headers=headers, timeout=self.timeout)
-            except requests.RequestException as exc:
-                raise Retry(type(exc).__name__) from None
-            if resp.status_code != 200:
-                error = self._twirp_error(method, body.get("name"), resp)
-                if resp.status_code in _RETRY_STATUSES:
-                    raise Retry(f"HTTP {resp.status_code}", error=error)
-                raise error
-            try:
-                data = resp.json()
-            except ValueError:
-                raise ArtifactError(f"{method} returned a non-JSON body", hint="re-run the job") from None
-            if not isinstance(data, dict):
-                raise ArtifactError(f"{method} returned an unexpected body", hint="re-run the job")
-            return data
-
-        def give_up(retry: Retry, n: int) -> ArtifactError:
-            what = f"{method} for artifact {body['name']!r}" if body.get("name") else method
-            return ArtifactError(
-                f"{what} failed after {n} attempts: {retry.problem}",
-                hint="check network access to ACTIONS_RESULTS_URL; re-run the job",
-            )
-
-        return self.retrier.run(attempt, what=f"Artifact service {method}", give_up=give_up)
-
-    def _twirp_error(self, method: str, name: object, resp: requests.Response) -> ArtifactError:
-        try:
-            data = resp.json()
-            msg = str(data.get("msg") or data.get("message") or "")
-            code = str(data.get("code") or "")
-        except (ValueError, AttributeError):
-            msg, code = resp.text[:200], ""
-        msg = redact(msg, self._token)
-        what = f"{method} for artifact {name!r}" if name else method
+    def _special_error(self, what: str, status: int, code: str, msg: str) -> GitHubError | None:
         if "insufficient usage" in msg:
             return ArtifactError(
                 f"{what} failed: artifact storage quota has been hit ({msg})",
                 hint="delete old artifacts or wait for storage usage to be recalculated (every 6-12 hours)",
-                status=resp.status_code,
+                status=status,
             )
-        if resp.status_code == 409 or code == "already_exists":
+        if status == 409 or code == "already_exists":
             return ArtifactError(
                 f"{what} failed: an artifact with this name already exists on the workflow run",
                 hint="this happens on a job re-run; upload with overwrite, or put the run attempt in the name",
-                status=resp.status_code,
+                status=status,
             )
-        if resp.status_code in (401, 403):
-            return ArtifactError(
-                f"{what} was refused ({resp.status_code} {code}: {msg})",
-                hint=RUNTIME_HINT,
-                status=resp.status_code,
-            )
-        return ArtifactError(
-            f"{what} failed with {resp.status_code} {code}: {msg}".rstrip(": "),
-            hint="re-run the job" if resp.status_code >= 500 else None,
-            status=resp.status_code,
-        )
-
-    def _put_blocks(self, upload_url: str, data: bytes, content_type: str) -> None:
-        sep = "&" if urlsplit(upload_url).query else "?"
-        prefix = uuid.uuid4().hex[:16]
-        block_ids: list[str] = []
-        for index, start in enumerate(range(0, max(len(data), 1), self.block_size)):
-            # Azure requires every block id of a blob to have the same length.
-            block_id = base64.b64encode(f"{prefix}{index:06d}".encode()).decode()
-            block_ids.append(block_id)
-            self._blob_put(
-                f"{upload_url}{sep}comp=block&blockid={quote(block_id, safe='')}",
-                data[start : start + self.block_size],
-                {"x-ms-version": AZURE_API_VERSION},
-            )
-        xml = '<?xml version="1.0" encoding="utf-8"?><BlockList>'
-        xml += "".join(f"<Latest>{b}</Latest>" for b in block_ids) + "</BlockList>"
-        self._blob_put(
-            f"{upload_url}{sep}comp=blocklist",
-            xml.encode(),
-            {
-                "x-ms-version": AZURE_API_VERSION,
-                "x-ms-blob-content-type": content_type,
-                "Content-Type": "application/xml",
-            },
-        )
-
-    def _blob_put(self, url: str, body: bytes, headers: dict[str, str]) -> None:
-        host = urlsplit(url).netloc  # never log the URL: its query is a credential
-        # Only the SAS authorises this request; the runtime token must not reach the blob host.
-        hdrs = {"User-Agent": self.user_agent, "Content-Length": str(len(body)), **headers}
-
-        def attempt(_: int) -> None:
-            try:
-                resp = self._session.put(url, data=body, headers=hdrs, timeout=self.timeout)
-            except requests.RequestException as exc:
-                raise Retry(type(exc).__name__) from None
-            if resp.status_code in (200, 201):
-                return
-            if resp.status_code in _RETRY_STATUSES:
-                raise Retry(f"HTTP {resp.status_code}")
-            code = resp.headers.get("x-ms-error-code", "")
-            raise ArtifactError(
-                f"Uploading to the artifact storage host {host} failed with {resp.status_code} {code}".rstrip(),
-                hint="the signed upload URL may have expired; re-run the job",
-                status=resp.status_code,
-            )
-
-        def give_up(retry: Retry, n: int) -> ArtifactError:
-            return ArtifactError(
-                f"Uploading to the artifact storage host {host} failed after {n} attempts ({retry.problem})",
-                hint="re-run the job",
-            )
-
-        self.retrier.run(attempt, what=f"Blob upload to {host}", give_up=give_up)
-
-
-def _field(body: Mapping[str, Any], snake: str) -> Any:
-    """Read a Twirp response field in proto (snake) or JSON (lowerCamel) casing."""
-    if snake in body:
-        return body[snake]
-    head, *rest = snake.split("_")
-    return body.get(head + "".join(p.title() for p in rest))
+        return None
 
 
 def _snake(key: str) -> str:

@@ -70,6 +70,12 @@ class ArtifactExpiredError(ArtifactError):
     code = "ARTIFACT_EXPIRED"
 
 
+class CacheServiceError(GitHubError):
+    """The GitHub Actions cache service (Twirp ``CacheService``) or its blob storage failed."""
+
+    code = "CACHE_SERVICE"
+
+
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` by the one redaction rule (:mod:`axl_action.redaction`), with ``secrets``
     registered first: every derived form of a token (URL-encoded, base64, runs of it) is
