@@ -11,7 +11,7 @@ Three real HTTP servers on 127.0.0.1 (ephemeral ports), sharing one in-memory st
   serves downloads and accepts Put Block / Put Block List / Put Blob uploads against
   HMAC-signed, expiring URLs, and **rejects any request that carries Authorization**, as
   Azure does.
-* ``results``: the artifacts v4 Twirp service (``CreateArtifact``, ``FinalizeArtifact``,
+* ``results``: the Actions cache Twirp service (``tests/fakes/actions_cache.py``) and the artifacts v4 Twirp service (``CreateArtifact``, ``FinalizeArtifact``,
   ``ListArtifacts``, ``GetSignedArtifactURL``, ``DeleteArtifact``). It verifies the runtime
   JWT, parses requests strictly (proto field names, unknown fields rejected, int64 as
   strings), answers in snake_case (GitHub) or camelCase (act/Gitea), and a finalized upload
@@ -52,9 +52,11 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 
 from tests.fakes import github_objects as obj
+from tests.fakes.actions_cache import FakeCacheService
 
 DOCS = "https://docs.github.com/rest"
 TWIRP_PREFIX = "/twirp/github.actions.results.api.v1.ArtifactService/"
+CACHE_PREFIX = "/twirp/github.actions.results.api.v1.CacheService/"
 FORBIDDEN_INTEGRATION = "Resource not accessible by integration"
 
 
@@ -240,6 +242,8 @@ class FakeGitHub:
         self._servers: dict[str, ThreadingHTTPServer] = {}
         self._threads: list[threading.Thread] = []
         self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self.cache = FakeCacheService(self)
+        """The Actions cache service (``tests/fakes/actions_cache.py``)."""
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -416,15 +420,20 @@ class FakeGitHub:
         self.comments[comment.id] = comment
         return comment
 
-    def runtime_token(self, run: FakeRun, *, scp: str | None = None, exp_in: int = 3600) -> str:
-        """An ``ACTIONS_RUNTIME_TOKEN`` for ``run``: an HS256 JWT with the Results scope."""
-        claims = {
+    def runtime_token(
+        self, run: FakeRun, *, scp: str | None = None, exp_in: int = 3600, ac: str | None = None
+    ) -> str:
+        """An ``ACTIONS_RUNTIME_TOKEN`` for ``run``: an HS256 JWT with the Results scope, and
+        with ``ac`` the cache scopes (``tests.fakes.actions_cache.ac_claim``)."""
+        claims: dict[str, Any] = {
             "scp": scp
             if scp is not None
             else f"Actions.ExampleScope Actions.Results:{run.run_backend_id}:{run.job_backend_id}",
             "exp": int(time.time()) + exp_in,
             "iss": "fake-github",
         }
+        if ac is not None:
+            claims["ac"] = ac
         header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
         payload = _b64url(json.dumps(claims).encode())
         sig = hmac.new(self._jwt_key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
@@ -1202,6 +1211,8 @@ class FakeGitHub:
         }
 
     def _results(self, method: str, path: str, headers: dict[str, str], body: bytes) -> _Response:
+        if method == "POST" and path.startswith(CACHE_PREFIX):
+            return self._cache_service(path.removeprefix(CACHE_PREFIX), headers, body)
         if method != "POST" or not path.startswith(TWIRP_PREFIX):
             return _twirp_error(404, "bad_route", f"no handler for path {path!r}")
         rpc = path.removeprefix(TWIRP_PREFIX)
@@ -1239,6 +1250,23 @@ class FakeGitHub:
         with self.lock:
             handler: Callable[[FakeRun, dict[str, Any]], _Response] = getattr(self, f"_t_{rpc}")
             return handler(run, req)
+
+    def _cache_service(self, rpc: str, headers: dict[str, str], body: bytes) -> _Response:
+        """The Actions cache service (``tests/fakes/actions_cache.py``)."""
+        scheme, _, jwt = headers.get("authorization", "").partition(" ")
+        claims = self._verify_jwt(jwt) if scheme == "Bearer" else None
+        if claims is None:
+            return _twirp_error(401, "unauthenticated", "invalid or missing runtime token")
+        if not headers.get("content-type", "").startswith("application/json"):
+            return _twirp_error(400, "malformed", "unexpected Content-Type")
+        try:
+            req = json.loads(body)
+        except ValueError:
+            return _twirp_error(400, "malformed", "the request body is not JSON")
+        if not isinstance(req, dict):
+            return _twirp_error(400, "malformed", "the request body is not an object")
+        with self.lock:
+            return self.cache.handle(rpc, claims, req)
 
     def _run_artifact(self, run: FakeRun, name: str) -> FakeArtifact | None:
         return next((a for a in self.artifacts.values() if a.run is run and a.name == name), None)
