@@ -28,6 +28,7 @@ from axl_action.action.setup import run_setup, version_line
 from axl_action.action.workspace_files import WorkspaceFiles
 from axl_action.cli.common import GRACE_ENV, leave, tolerant_console
 from axl_action.errors import ActionInputError, AxlError
+from axl_action.github.actions_cache import ActionsCache
 from axl_action.github.artifact_upload import ArtifactUploader
 from axl_action.github.client import GitHubClient
 from axl_action.github.event import load_context
@@ -124,6 +125,13 @@ def run(env: Mapping[str, str]) -> int:
             title="Artifacts unavailable",
         )
 
+    cache_service: ActionsCache | None = None
+    if settings.cache != "off" and context.artifacts_supported:
+        try:
+            cache_service = ActionsCache.from_env(env, on_secret=commands.add_mask)
+        except AxlError as err:
+            commands.warning(str(err), title="Response cache unavailable")
+
     child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in _WITHHELD}
     if (setup_failed := run_setup(settings, workdir=workdir, env=child_env, commands=commands)) is not None:
         return setup_failed
@@ -147,6 +155,7 @@ def run(env: Mapping[str, str]) -> int:
             scratch=scratch,
             env=child_env,
             files=WorkspaceFiles(workspace, settings.suite),
+            cache_service=cache_service,
         )
     except ActionInputError as err:
         commands.error(str(err), title=f"Invalid input {err.input_name}")

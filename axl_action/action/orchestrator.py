@@ -40,13 +40,14 @@ from axl_action.action.baseline import (
     age_text,
     locate_baseline,
 )
+from axl_action.action.cache_step import prefix_of, restore_response_cache, save_response_cache
 from axl_action.action.commenting import StickyCommenter
 from axl_action.action.evalstep import EvalRun, build_request
 from axl_action.action.gating import Evaluation, evaluate
 from axl_action.action.history_step import BaselineHistory, extend_history, read_baseline_history
 from axl_action.action.modes import ResolvedMode, resolve_mode
 from axl_action.action.outputs import ActionOutputs
-from axl_action.action.ports import Clock, Commands, Commenter, OutputFiles, RunEvals, Uploader
+from axl_action.action.ports import CacheService, Clock, Commands, Commenter, OutputFiles, RunEvals, Uploader
 from axl_action.action.relay import (
     RelayManifest,
     RelayTarget,
@@ -183,6 +184,8 @@ class Job:
     files: OutputFiles | None = None
     relayed: RelayTarget | None = None
     """``mode: comment``: the PR whose fork run's results passed every check."""
+    cache_service: CacheService | None = None
+    """The GitHub Actions cache, where the response cache lives between runs (``cache`` input)."""
 
 
 def run_action(
@@ -199,6 +202,7 @@ def run_action(
     commenter: Commenter | None = None,
     env: dict[str, str] | None = None,
     files: OutputFiles | None = None,
+    cache_service: CacheService | None = None,
 ) -> ActionOutcome:
     """Do this run's job; see the module docstring. ``scratch`` receives reports and copies;
     ``files`` keeps the results and the report for a later step (the ``*-path`` outputs are
@@ -229,6 +233,7 @@ def run_action(
         uploader=uploader,
         commenter=commenter,
         files=files,
+        cache_service=cache_service,
     )
     if choice.mode == "comment":
         return relay_mode(job)
@@ -449,11 +454,24 @@ def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) 
     resumed = _fetch_journal(job, journal) if request.source == "evals" else None
     if resumed is not None:
         request = dataclasses.replace(request, flags=(*request.flags, "--resume"))
+    caching = request.source == "evals" and job.settings.cache != "off"
+    cache_dir = job.scratch / "response-cache"
+    cache_key = f"{prefix_of(job.settings)}{job.ctx.run_id or 'local'}-{job.ctx.run_attempt or '1'}"
+    if caching:
+        request = dataclasses.replace(
+            request, flags=(*request.flags, "--cache", job.settings.cache, "--cache-dir", str(cache_dir))
+        )
+        with job.commands.group("Restore the response cache"):
+            restore_response_cache(job.cache_service, job.settings, cache_dir, cache_key, job.commands)
     try:
         with job.commands.group("Run the evals"), job.commands.stop_commands():
             evalrun = run_evals(request)
     finally:
         _keep_journal(job, journal, resumed, steps)
+        if caching:
+            # Saved even after a failed run: every reply it paid for is worth keeping.
+            with job.commands.group("Save the response cache"):
+                save_response_cache(job.cache_service, job.settings, cache_dir, cache_key, job.commands)
     if evalrun.results_path is None:
         return _no_results(job, evalrun, steps)
     try:

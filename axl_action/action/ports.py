@@ -7,12 +7,13 @@ stay free of environment variables, files under ``/github`` and network calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
 from axl_action.action.evalstep import EvalRequest, EvalRun
+from axl_action.github.actions_cache import RestoredCache
 from axl_action.github.artifact_upload import UploadedArtifact
 from axl_action.github.comments import CommentMode, CommentResult, GateVerdict
 
@@ -61,6 +62,21 @@ class Uploader(Protocol):
         overwrite: bool = False,
     ) -> UploadedArtifact:
         """Upload ``files`` (archive path → content) as artifact ``name``."""
+        ...
+
+
+class CacheService(Protocol):
+    """The GitHub Actions cache (``github.actions_cache.ActionsCache``): where the response
+    cache lives between workflow runs."""
+
+    def restore(
+        self, key: str, restore_keys: Sequence[str], version: str, *, limit: int
+    ) -> RestoredCache | None:
+        """The entry of ``key``, else the newest under a restore prefix; ``None`` on a miss."""
+        ...
+
+    def save(self, key: str, version: str, data: bytes) -> int | None:
+        """Store ``data`` under ``key`` in this job's scope; ``None`` when already saved."""
         ...
 
 

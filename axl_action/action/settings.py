@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from axl_action.cache.calls import CACHE_MODES, CacheMode
 from axl_action.errors import ActionInputError, BudgetError
 from axl_action.redaction import NOT_SECRET_ENV, SECRET_ENV_NAME
 from axl_action.runtime.admission import parse_budget
@@ -136,6 +137,10 @@ class ActionSettings(BaseModel):
 
     capture_requests: bool = False
     """Record the exact LLM requests (``--capture-requests``) next to the results file."""
+
+    cache: CacheMode = "off"
+    """The response cache (``--cache``, docs/cache.md), kept between runs in the GitHub Actions
+    cache: ``off``, ``read``, ``write``, ``on`` or ``replay``."""
 
     @property
     def source(self) -> Literal["evals", "command", "results", "none"]:
@@ -341,6 +346,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "report-artifact": _artifact_name,
     "working-directory": _path,
     "capture-requests": _bool,
+    "cache": _choice(CACHE_MODES),
 }
 
 
