@@ -11,7 +11,13 @@
    (``--cache on``, cold) and fully cached (``--cache on``, warm). Timed by the result's own
    ``duration`` and by the whole process. The live run is the reference.
 
-Run:  python benchmarks/cache.py [--entries 100000] [--items 10000] [--delay 0.02] [--dir DIR]
+3. **The action's restore and save** of a store of M entries (default 10,000) through the fake
+   GitHub's Actions cache service on loopback: pack + upload (save), download + unpack with
+   every entry verified (restore). Reference: copying the same entry files with
+   ``shutil.copytree``.
+
+Run:  python benchmarks/cache.py [--entries 100000] [--items 10000] [--delay 0.02]
+                                 [--action-entries 10000] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -178,6 +184,56 @@ def suite(items: int, delay: float, root: Path) -> None:
         )
 
 
+def action_roundtrip(entries: int, root: Path) -> None:
+    import shutil
+
+    from axl_action.cache.archive import pack, unpack
+    from axl_action.github.actions_cache import ActionsCache
+    from tests.fakes.actions_cache import ac_claim, pull_request_scopes, push_scopes
+    from tests.fakes.github_server import FakeGitHub
+
+    reply = settle_reply(
+        status=200,
+        body={"text": "billing", "requestId": "req_1"},
+        usage={"inputTokens": 40, "outputTokens": 2},
+        model="gpt-4o-mini-2024-07-18",
+        complete=True,
+        finish_reason="stop",
+    )
+    source = DirectoryStore(root / "action-src")
+    for i in range(entries):
+        request = _request(i)
+        source.put(cache_key(request), request_record(request), reply)
+    with FakeGitHub() as gh:
+        repo = gh.add_repo()
+
+        def client(scopes: tuple[tuple[str, int], ...]) -> ActionsCache:
+            run = gh.add_run(repo, head_sha=gh.add_commit(), status="in_progress")
+            return ActionsCache(gh.results_url, gh.runtime_token(run, ac=ac_claim(*scopes)))
+
+        start = time.perf_counter()
+        data, count = pack(source, max_bytes=1 << 30)
+        client(push_scopes()).save("axl-eval-cache-bench-1", "v1", data)
+        save = time.perf_counter() - start
+        start = time.perf_counter()
+        found = client(pull_request_scopes(1)).restore(
+            "axl-eval-cache-bench-2", ["axl-eval-cache-bench-"], "v1", limit=1 << 31
+        )
+        assert found is not None
+        done = unpack(DirectoryStore(root / "action-dst"), found.data)
+        restore = time.perf_counter() - start
+    start = time.perf_counter()
+    shutil.copytree(root / "action-src" / "entries", root / "action-copy")
+    copy = time.perf_counter() - start
+    print(
+        f"\nThe action's save and restore of {count:,} entries ({len(data) / 1e6:.1f} MB archive), loopback service:"
+    )
+    print(f"  save (pack + upload):               {save:6.2f} s")
+    print(f"  restore (download + verify + write): {restore:6.2f} s  ({done.restored:,} restored)")
+    print(f"  together:                           {save + restore:6.2f} s")
+    print(f"  reference: copytree of the entry files: {copy:6.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -188,13 +244,17 @@ def main() -> None:
     parser.add_argument(
         "--dir", type=Path, default=None, help="where to keep the stores (default: a temp dir)"
     )
+    parser.add_argument("--action-entries", type=int, default=10_000)
     parser.add_argument("--skip-lookup", action="store_true")
+    parser.add_argument("--skip-suite", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
         if not args.skip_lookup:
             lookup(args.entries, root)
-        suite(args.items, args.delay, root)
+        if not args.skip_suite:
+            suite(args.items, args.delay, root)
+        action_roundtrip(args.action_entries, root)
     print(
         f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; shared machine: figures vary by ~20 %)"
     )
