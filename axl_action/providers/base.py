@@ -159,6 +159,16 @@ class HttpProvider(ABC):
             transport=transport or transport_from_env(env, cls.name, key),
         )
 
+    @classmethod
+    def for_keying(cls, env: Mapping[str, str]) -> Self:
+        """The adapter without a key, for ``--cache replay`` on a run that has none (a fork's
+        pull request): it builds the same endpoint and body, so the same cache key, and it
+        never sends (a replay miss fails before any request)."""
+        return cls(
+            api_key="",
+            base_url=cls.configured_base_url(base_url_from(env, cls.base_url_env, cls.default_base_url)),
+        )
+
     @abstractmethod
     def endpoint(self, request: ChatRequest) -> str:
         """The URL to POST to."""

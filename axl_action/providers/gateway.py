@@ -109,6 +109,11 @@ class _LayeredRegistry(ProviderRegistry):
             return super().get(name)
         return self._fallback.get(name)
 
+    def keyless(self, name: str) -> Provider | None:
+        if name in self.names():
+            return super().keyless(name)
+        return self._fallback.keyless(name)
+
 
 def pricing_for(runtime: Any | None, pricing: PricingTable | None) -> PricingTable:
     """An explicit table, else the runtime's, else the bundled one."""
@@ -139,7 +144,7 @@ def chat(
     ``ProviderError``; a closed budget raises ``AdmissionDeniedError``.
     """
     provider_name, model = parse_model_uri(model_uri)
-    provider = (registry or registry_for(runtime)).get(provider_name)
+    provider = _provider(registry or registry_for(runtime), provider_name, runtime)
     request = ChatRequest(
         model=model,
         messages=to_messages(messages),
@@ -386,8 +391,22 @@ def resolve_provider(
     clear message rather than on the first call.
     """
     provider_name, model = parse_model_uri(model_uri)
-    (registry or registry_for(runtime)).get(provider_name)
+    _provider(registry or registry_for(runtime), provider_name, runtime)
     return MeasuredProvider(provider_name, runtime, registry), model
+
+
+def _provider(registry: ProviderRegistry, name: str, runtime: Any | None) -> Provider:
+    """The provider ``name``; under ``--cache replay``, a built-in one whose key is not set is
+    built without it, for keying only: replay never sends, so a run without keys (a fork's pull
+    request) replays what was recorded, and a miss fails as a miss, not as a missing key."""
+    try:
+        return registry.get(name)
+    except ProviderConfigError:
+        cache = getattr(runtime, "cache", None)
+        keyless = registry.keyless(name) if cache is not None and cache.mode == "replay" else None
+        if keyless is None:
+            raise
+        return keyless
 
 
 __all__ = [

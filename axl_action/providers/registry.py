@@ -43,7 +43,15 @@ class ProviderRegistry:
         self._instances: dict[str, tuple[tuple[str | None, ...], Provider]] = {}
         self._watched: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
+        self._keyless: dict[str, ProviderFactory] = {}
         if builtins:
+            self._keyless.update(
+                {
+                    "openai": openai.OpenAIProvider.for_keying,
+                    "anthropic": anthropic.AnthropicProvider.for_keying,
+                    "google": google.GoogleProvider.for_keying,
+                }
+            )
             self._watched.update(BUILTIN_ENV)
             self._factories.update(
                 {
@@ -54,6 +62,14 @@ class ProviderRegistry:
                 }
             )
 
+    def keyless(self, name: str) -> Provider | None:
+        """A built-in HTTP provider without its key, for keying replayed calls only
+        (:meth:`HttpProvider.for_keying`); ``None`` for any other provider."""
+        builder = self._keyless.get(name)
+        if builder is None:
+            return None
+        return builder(self._env if self._env is not None else os.environ)
+
     def register(self, name: str, factory: ProviderFactory | Provider) -> None:
         """Add or replace a provider; accepts a factory or a ready provider instance."""
         if not name or ":" in name:
@@ -61,6 +77,7 @@ class ProviderRegistry:
         with self._lock:
             self._instances.pop(name, None)
             self._watched.pop(name, None)
+            self._keyless.pop(name, None)  # a user's provider replaces the built-in one
             if isinstance(factory, Provider):
                 self._instances[name] = ((), factory)
                 self._factories[name] = _constant(factory)

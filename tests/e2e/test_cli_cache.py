@@ -301,3 +301,39 @@ def test_a_resumed_run_takes_the_journal_then_the_cache_and_pays_for_neither(
     result = _result(tmp_path / "r.json")
     assert result["metadata"]["resumed"]["itemsFromJournal"] == 6
     assert result["accounting"]["knownCost"] == 0 and result["accounting"]["replayed"]["calls"] == 10
+
+
+def test_replay_needs_no_key_so_a_forks_run_replays_what_was_recorded(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    (tmp_path / "judged_eval.py").write_text(JUDGED_EVAL)
+    env = _env(server, ITEMS="4", JUDGE_PROMPT="Rate it.")
+    assert _axl(["cached_eval.py", "--cache", "on", "--output", "rec.json"], env, tmp_path).returncode == 0
+    server.enqueue(*[server.ok('{"score": 1, "reasoning": "good"}') for _ in range(3)])
+    assert _axl(["judged_eval.py", "--cache", "on"], env, tmp_path).returncode == 0
+    assert _chat_requests(server) == 7
+    keyless = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
+    replayed = _axl(["cached_eval.py", "--cache", "replay", "--output", "fork.json"], keyless, tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    judged = _axl(["judged_eval.py", "--cache", "replay", "--output", "fork-judged.json"], keyless, tmp_path)
+    assert judged.returncode == 0, judged.stderr
+    assert _chat_requests(server) == 7
+    assert [i["output"] for i in _result(tmp_path / "fork.json")["items"]] == [
+        i["output"] for i in _result(tmp_path / "rec.json")["items"]
+    ]
+    assert all(i["scores"]["helpful"] == 1 for i in _result(tmp_path / "fork-judged.json")["items"])
+    # A changed prompt is a miss that says so, not a missing key.
+    missed = _axl(
+        ["cached_eval.py", "--cache", "replay", "--output", "miss.json", "--max-item-error-rate", "1"],
+        {**keyless, "PROMPT": "Another prompt"},
+        tmp_path,
+    )
+    errors = [i["error"] for i in _result(tmp_path / "miss.json")["items"]]
+    assert all("no recorded reply" in e and "API key" not in e for e in errors), errors
+    assert missed.returncode == 1 and _chat_requests(server) == 7
+    # Without replay, a missing key is still the one clear error it was.
+    live = _axl(
+        ["cached_eval.py", "--cache", "on", "--output", "live.json"], {**keyless, "PROMPT": "p"}, tmp_path
+    )
+    assert "OPENAI_API_KEY is not set" in live.stderr + live.stdout
