@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 
 from axl_action.redaction import redact
 from axl_action.schema import (
@@ -26,6 +25,7 @@ from axl_action.schema import (
     js_number,
 )
 from axl_action.schema.itempass import ITEM_CODE
+from axl_action.schema.numbers import js_round, to_fixed
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
@@ -37,11 +37,6 @@ def clean(text: object) -> str:
     model output must not move the cursor or clear the screen.
     """
     return _CONTROL.sub("?", str(text))
-
-
-def js_round(x: float) -> int:
-    """JS ``Math.round`` (halves toward +infinity)."""
-    return int(Decimal(x).quantize(Decimal(1), rounding=ROUND_HALF_UP if x >= 0 else ROUND_HALF_DOWN))
 
 
 def format_known_spend(accounting: EvalAccounting) -> str:
@@ -197,18 +192,25 @@ def _finite(x: float | None) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
 
 
+MINUS = "-"
+"""The one minus sign of every surface (console, comment, summary, HTML): the ASCII hyphen-minus
+that JavaScript's ``toFixed`` and ``String`` print, so the reference-exact sentences ("regresses
+by -9.4%") and our own signed numbers never mix two signs in one line."""
+
+
 def num(x: float | None, digits: int = 3) -> str:
-    """Fixed decimals, or an em dash when missing."""
-    return f"{x:.{digits}f}" if x is not None and _finite(x) else "—"
+    """Fixed decimals (JS ``toFixed``), or an em dash when missing."""
+    return to_fixed(x, digits) if x is not None and _finite(x) else "—"
 
 
 def signed(x: float | None, digits: int = 3) -> str:
-    """Fixed decimals with an explicit ``+`` (``−`` rendered as a real minus sign)."""
+    """Fixed decimals (JS ``toFixed``) with an explicit ``+`` or ``-``; no sign for zero."""
     if x is None or not _finite(x):
         return "—"
-    if round(x, digits) == 0:
-        return f"{0:.{digits}f}"
-    return f"+{x:.{digits}f}" if x > 0 else f"−{abs(x):.{digits}f}"
+    magnitude = to_fixed(abs(x), digits)
+    if float(magnitude) == 0:
+        return magnitude
+    return ("+" if x > 0 else MINUS) + magnitude
 
 
 #: Below this an amount is float noise or a price too small to matter; shown as a bound.
@@ -225,11 +227,11 @@ def _usd_decimals(amount: float, significant: int) -> int:
 def _usd_fixed(x: float, decimals: int, *, trim: bool) -> str:
     if x == 0:
         return "$0.00"
-    sign = "-" if x < 0 else ""
+    sign = MINUS if x < 0 else ""
     amount = abs(x)
     if amount < _SMALLEST_USD:
-        return f"{sign}<${_SMALLEST_USD:.8f}"
-    whole, _, frac = f"{amount:.{decimals}f}".partition(".")
+        return f"{sign}<${to_fixed(_SMALLEST_USD, 8)}"
+    whole, _, frac = to_fixed(amount, decimals).partition(".")
     return f"{sign}${whole}.{frac[:2]}{frac[2:].rstrip('0') if trim else frac[2:]}"
 
 
@@ -305,12 +307,12 @@ def spend_pair(
 
 
 def signed_usd(x: float | None) -> str:
-    """``+$0.12`` / ``−$0.000472`` (a real minus sign); ``$0.00`` for no change."""
+    """``+$0.12`` / ``-$0.000472``; ``$0.00`` for no change."""
     if x is None or not _finite(x):
         return "—"
     if x == 0:
         return "$0.00"
-    return ("+" if x > 0 else "−") + usd(abs(x))
+    return ("+" if x > 0 else MINUS) + usd(abs(x))
 
 
 def pct(rate: float | None) -> str:
@@ -330,8 +332,8 @@ def ms(x: float | None) -> str:
     if x is None or not _finite(x):
         return "—"
     if abs(x) >= 10_000:
-        return f"{x / 1000:.1f}s"
-    return f"{math.floor(x + 0.5)}ms"
+        return f"{to_fixed(x / 1000, 1)}s"
+    return f"{js_round(x)}ms"
 
 
 def count(n: int | float | None) -> str:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from axl_action.compare.models import Comparison, ScorerComparison
-from axl_action.compare.text import pad_end, pad_start, to_fixed
+from axl_action.compare.text import pad_end, pad_start
 from axl_action.formatting import signed_usd, spend_is_money, spend_pair, usd
+from axl_action.schema.numbers import to_fixed
 
 if TYPE_CHECKING:
     from axl_action.schema import EvalAccounting

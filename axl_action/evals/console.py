@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from axl_action.compare.text import to_fixed
 from axl_action.formatting import (
     clean,
     format_budget_line,
@@ -30,7 +29,7 @@ from axl_action.schema import (
     read_accounting,
     sample_counts,
 )
-from axl_action.schema.numbers import format_percent
+from axl_action.schema.numbers import format_percent, to_fixed
 
 
 def _sample_counts(view: RunView, name: str, entry: ScorerStats) -> tuple[int, int, int]:

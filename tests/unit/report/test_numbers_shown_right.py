@@ -106,7 +106,7 @@ def test_small_cost_decrease_is_cheaper() -> None:
     baseline, candidate = _pair(0.001753 / N, 0.001281 / N)
     text, _ = _comment(baseline, candidate)
     assert "27% cheaper" in text
-    assert "- **Cost:** $0.00175 → $0.00128 (Δ −$0.000472, −26.9%)" in text
+    assert "- **Cost:** $0.00175 → $0.00128 (Δ -$0.000472, -26.9%)" in text
 
 
 def _unpriced(item: dict[str, Any]) -> dict[str, Any]:
