@@ -40,7 +40,7 @@ def _row(name: str, s: ScorerComparison, width: int, has_ci: bool) -> str:
         + "  "
         + pad_start(sign + to_fixed(s.delta, 3) if both else "—", 8)
         + "  "
-        + pad_start(sign + to_fixed(s.delta_percent, 1) + "%" if both else "—", 6)
+        + pad_start(("new" if s.from_zero else sign + to_fixed(s.delta_percent, 1) + "%") if both else "—", 6)
     )
     if has_ci:
         if s.ci is not None:

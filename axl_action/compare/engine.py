@@ -38,6 +38,7 @@ from axl_action.compare.significance import (
 )
 from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
 from axl_action.errors import CompareError
+from axl_action.formatting import plural
 from axl_action.schema import RunView, SampleCounts, as_views, round3, sample_counts
 from axl_action.schema.numbers import to_fixed
 from axl_action.schema.reading import gc_paused as paused_gc
@@ -245,6 +246,8 @@ def summarise(
     the sign of ``delta_percent`` (unrounded values), not of the 3-decimal ``delta``, so a cost
     that rose by less than $0.0005 is not called "cheaper"; and a scorer that scored nothing on
     one side is said to have scored nothing there, not to have regressed (or improved) by 100%.
+    Also: a change from a baseline mean of 0 says "improves from 0", not "by +0.0%" (no
+    percentage of 0 exists), and counts are pluralised ("1 improvement", not "1 improvements").
     """
     parts: list[str] = []
     for name, s in scorers.items():
@@ -263,8 +266,9 @@ def summarise(
                 sig = " (significant)"
             elif s.significant is False:
                 sig = " (not significant)"
+            by = "from 0" if s.from_zero else f"by {sign}{to_fixed(s.delta_percent, 1)}%"
             parts.append(
-                f"'{name}' {direction} by {sign}{to_fixed(s.delta_percent, 1)}% "
+                f"'{name}' {direction} {by} "
                 f"({to_fixed(s.baseline_mean, 2)} -> {to_fixed(s.candidate_mean, 2)}){sig}"
             )
     # Direction from the percentage, which is computed from the unrounded values: the rounded
@@ -276,7 +280,9 @@ def summarise(
         direction = "more expensive" if cost.delta_percent > 0 else "cheaper"
         parts.append(f"{to_fixed(abs(cost.delta_percent), 0)}% {direction}")
     body = ", ".join(parts) if parts else "no meaningful changes"
-    return f"candidate {body} with {regressions} regressions and {improvements} improvements"
+    return (
+        f"candidate {body} with {plural(regressions, 'regression')} and {plural(improvements, 'improvement')}"
+    )
 
 
 def compare_results(baseline: Side, candidate: Side, options: CompareOptions | None = None) -> Comparison:
