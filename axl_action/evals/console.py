@@ -84,9 +84,11 @@ def format_table(view: RunView) -> str:
     lines.extend(format_model_timing_lines(summary.model_timing, width))
     lines.append("")
     accounting = read_accounting(result)
+    failed, not_run = _failures_and_not_run(result)
     lines.append(
-        f"  Failures: {summary.failures}/{summary.count} | "
-        f"Cost: {format_known_spend(accounting)} | "
+        f"  Failures: {failed}/{summary.count} | "
+        + (f"Not run: {not_run} | " if not_run else "")
+        + f"Cost: {format_known_spend(accounting)} | "
         f"Duration: {to_fixed((result.duration or 0) / 1000, 1)}s"
     )
     coverage = format_coverage_line(summary.coverage, summary.item_error_rate, view.items)
@@ -107,6 +109,18 @@ def format_table(view: RunView) -> str:
         if len(messages) > 5:
             lines.append(f"    ... and {len(messages) - 5} more")
     return "\n".join(lines)
+
+
+def _failures_and_not_run(result: RunHeader) -> tuple[int, int]:
+    """Items that failed, and items that did not run to the end without failing (cancelled,
+    budget-skipped, budget-interrupted): the summary's ``failures`` counts both, as the
+    reference's does, but a budget stop is not a failure, so the console counts them apart, as
+    the comment does. Files without coverage (pre-0.24) have only ``failures``."""
+    coverage = result.summary.coverage
+    if coverage is None:
+        return result.summary.failures, 0
+    items = coverage.items
+    return items.failed, items.cancelled + items.budget_skipped + items.budget_interrupted
 
 
 def budget_stop_message(light: RunHeader, label: str) -> str | None:

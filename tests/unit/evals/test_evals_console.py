@@ -311,3 +311,23 @@ def test_legacy_file_counts_come_from_the_duration_heuristic() -> None:
     bounded = next(line for line in lines if line.startswith("  bounded"))
     assert bounded.endswith("(15/19 scored, 4 failed)")
     assert any("Cost: $0.043 (unverified)" in line for line in lines)
+
+
+def test_budget_skipped_and_cancelled_items_are_not_failures() -> None:
+    # 11 items budget-skipped, 1 cancelled, 2 failed: the summary's failures says 14, as TS does.
+    r = result(
+        failures=14,
+        count=20,
+        coverage={
+            "items": {
+                "completed": 6,
+                "failed": 2,
+                "cancelled": 1,
+                "budget_skipped": 11,
+                "budget_interrupted": 0,
+            }
+        },
+    )
+    text = console.format_table(wire_view(r))
+    assert "  Failures: 2/20 | Not run: 12 | Cost: " in text
+    assert "  Items: 6 completed, 2 failed, 1 cancelled, 11 budget-skipped" in text
