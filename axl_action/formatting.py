@@ -166,12 +166,25 @@ def _stat(value: Stats | float | None, key: str) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
+CONSOLE_WIDTH = 80
+"""Console lines are wrapped to fit this many columns (a terminal's and a CI log's default)."""
+
+
 def format_model_timing_lines(
-    model_timing: Mapping[str, ModelTimingStats] | None, name_width: int
+    model_timing: Mapping[str, ModelTimingStats] | None, *, judged: bool = False
 ) -> list[str]:
-    """One ``    model  wire m/p · ... (N calls, mean/p95 per call)`` line per model."""
-    lines: list[str] = []
-    for model, t in (model_timing or {}).items():
+    """The console's ``Model timing`` block: a heading, then per model its call count and its
+    figures (``wire m/p · first token m/p · queued · retries · rate-limited N×``), wrapped to
+    :data:`CONSOLE_WIDTH` columns.
+
+    ``modelTiming`` times the workflow's calls only; with ``judged`` (the eval has an LLM
+    scorer) the heading says that the judge calls are left out.
+    """
+    if not model_timing:
+        return []
+    note = "; judge calls not included" if judged else ""
+    lines = [f"  Model timing (mean/p95 per call{note}):"]
+    for model, t in model_timing.items():
         parts = [f"wire {js_round(_stat(t.wire_ms, 'mean'))}ms/{js_round(_stat(t.wire_ms, 'p95'))}ms"]
         if t.first_token_ms is not None:
             first = t.first_token_ms
@@ -180,11 +193,23 @@ def format_model_timing_lines(
         parts.append(f"retries {js_round(_stat(t.retry_ms, 'mean'))}ms")
         if t.rate_limit_retries:
             parts.append(f"rate-limited {t.rate_limit_retries}×")
-        calls = t.calls
-        lines.append(
-            f"    {clean(model).ljust(max(name_width - 2, 0))}  {' · '.join(parts)}  "
-            f"({calls} call{'' if calls == 1 else 's'}, mean/p95 per call)"
-        )
+        lines.append(f"    {clean(model)}  ({plural(t.calls, 'call')})")
+        lines.extend(_wrap(parts, "      ", " · ", CONSOLE_WIDTH))
+    return lines
+
+
+def _wrap(parts: list[str], indent: str, sep: str, width: int) -> list[str]:
+    """``parts`` joined by ``sep`` on lines of at most ``width`` columns (a part is never split)."""
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        if line and len(indent) + len(line) + len(sep) + len(part) > width:
+            lines.append(indent + line)
+            line = part
+        else:
+            line = f"{line}{sep}{part}" if line else part
+    if line:
+        lines.append(indent + line)
     return lines
 
 
