@@ -148,6 +148,7 @@ def chat(
         # A denial has already retracted or settled the operation, making this a no-op.
         op.unknown("usage_missing")
         if not is_admission_denial(exc) and isinstance(exc, Exception):
+            table.note_call(model_uri, "failed")
             _capture(op, runtime, provider_name, model, getattr(exc, "exchange", None), exc)
         raise
     settle(op, model_uri, response, table)
@@ -161,9 +162,11 @@ def settle(op: Operation, model_uri: str, response: ChatResponse, table: Pricing
     """Settle ``op`` from ``response`` (see the module docstring for the rules)."""
     usage = response.usage.to_wire() if response.usage is not None else None
     if response.provider_cost is not None:
+        table.note_call(model_uri, "provider_cost")
         op.settle(response.provider_cost, usage or {}, response.cost_provenance)
         return
     if response.usage is None:
+        table.note_call(model_uri, "no_usage")
         op.unknown("usage_missing")
         return
     estimate = table.price(model_uri, response.usage)
