@@ -39,11 +39,36 @@ def clean(text: object) -> str:
     return _CONTROL.sub("?", str(text))
 
 
-def format_known_spend(accounting: EvalAccounting) -> str:
+def no_call_succeeded(accounting: Accounting, items: ItemColumns) -> bool:
+    """Whether the run's only unknown spend is its failed provider calls: nothing was settled,
+    and every ``usage_missing`` operation can be one of the items that failed with a
+    ``ProviderError`` (an HTTP error status or no connection, never a 2xx). Such a call is not
+    billed, so the run cost $0, not an unknown amount. A 2xx without usage, a judge call that
+    failed or a call the workflow caught leaves more unknown operations than such items: then
+    the spend stays unknown. The accounting itself keeps ``usage_missing`` (the spec's rule)."""
+    missing = (accounting.reasons or {}).get("usage_missing", 0)
+    if accounting.known_cost or accounting.operations.settled or not missing:
+        return False
+    if set(accounting.reasons) != {"usage_missing"}:
+        return False
+    failed = ITEM_CODE["failed"]
+    provider_failures = sum(
+        1
+        for i, failure in items.failures.items()
+        if int(items.outcome[i]) == failed and failure.get("name") == "ProviderError"
+    )
+    return provider_failures >= missing
+
+
+def format_known_spend(accounting: EvalAccounting, items: ItemColumns | None = None) -> str:
     """``$1.50``, ``$1.50 (unverified)``, ``$0.50 (incomplete: 2 unpriced_model)``.
 
-    Nothing known is not $0: ``unpriced (incomplete: 30 unpriced_model)``.
+    Nothing known is not $0: ``unpriced (incomplete: 30 unpriced_model)``. With the run's
+    ``items``, a run whose every call failed reads ``$0.00 (no call succeeded)``
+    (:func:`no_call_succeeded`).
     """
+    if items is not None and no_call_succeeded(accounting, items):
+        return "$0.00 (no call succeeded)"
     known = accounting.known_cost or 0
     cost = usd(known) if known else spend_shown(known, accounting)
     if accounting.completeness == "complete":

@@ -89,7 +89,7 @@ def format_table(view: RunView) -> str:
     lines.append(
         f"  Failures: {failed}/{summary.count} | "
         + (f"Not run: {not_run} | " if not_run else "")
-        + f"Cost: {format_known_spend(accounting)} | "
+        + f"Cost: {format_known_spend(accounting, view.items)} | "
         f"Duration: {to_fixed((result.duration or 0) / 1000, 1)}s"
     )
     coverage = format_coverage_line(summary.coverage, summary.item_error_rate, view.items)
