@@ -17,6 +17,7 @@ from axl_action.formatting import (
     format_item_errors,
     format_known_spend,
     format_model_timing_lines,
+    plural,
     usd,
 )
 from axl_action.schema import (
@@ -55,7 +56,7 @@ def format_table(view: RunView) -> str:
     scorers = summary.scorers
     width = max([6, *(len(clean(n)) for n in scorers)])
     lines = [
-        f"Eval: {_workflows(result.metadata)} x {clean(result.dataset)} ({summary.count} items)",
+        f"Eval: {_workflows(result.metadata)} x {clean(result.dataset)} ({plural(summary.count, 'item')})",
         "  "
         + "Scorer".ljust(width)
         + "".join("  " + h.rjust(8) for h in ("Mean", "Min", "Max", "p50", "p95")),

@@ -357,3 +357,7 @@ def test_model_timing_fits_80_columns_and_says_it_leaves_judge_calls_out() -> No
     assert block.startswith(" (mean/p95 per call; judge calls not included):")
     assert "first token 12345ms/98765ms" in block and "rate-limited 12×" in block
     assert all(len(line) <= 80 for line in ("  Model timing" + block).split("\n")), block
+
+
+def test_a_one_item_eval_says_item() -> None:
+    assert console.format_table(wire_view(result(count=1))).startswith("Eval: qa-bot x qa (1 item)\n")
