@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 
 from axl_action.redaction import redact
 from axl_action.schema import (
@@ -26,6 +25,7 @@ from axl_action.schema import (
     js_number,
 )
 from axl_action.schema.itempass import ITEM_CODE
+from axl_action.schema.numbers import js_round, to_fixed
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
@@ -39,16 +39,36 @@ def clean(text: object) -> str:
     return _CONTROL.sub("?", str(text))
 
 
-def js_round(x: float) -> int:
-    """JS ``Math.round`` (halves toward +infinity)."""
-    return int(Decimal(x).quantize(Decimal(1), rounding=ROUND_HALF_UP if x >= 0 else ROUND_HALF_DOWN))
+def no_call_succeeded(accounting: Accounting, items: ItemColumns) -> bool:
+    """Whether the run's only unknown spend is its failed provider calls: nothing was settled,
+    and every ``usage_missing`` operation can be one of the items that failed with a
+    ``ProviderError`` (an HTTP error status or no connection, never a 2xx). Such a call is not
+    billed, so the run cost $0, not an unknown amount. A 2xx without usage, a judge call that
+    failed or a call the workflow caught leaves more unknown operations than such items: then
+    the spend stays unknown. The accounting itself keeps ``usage_missing`` (the spec's rule)."""
+    missing = (accounting.reasons or {}).get("usage_missing", 0)
+    if accounting.known_cost or accounting.operations.settled or not missing:
+        return False
+    if set(accounting.reasons) != {"usage_missing"}:
+        return False
+    failed = ITEM_CODE["failed"]
+    provider_failures = sum(
+        1
+        for i, failure in items.failures.items()
+        if int(items.outcome[i]) == failed and failure.get("name") == "ProviderError"
+    )
+    return provider_failures >= missing
 
 
-def format_known_spend(accounting: EvalAccounting) -> str:
+def format_known_spend(accounting: EvalAccounting, items: ItemColumns | None = None) -> str:
     """``$1.50``, ``$1.50 (unverified)``, ``$0.50 (incomplete: 2 unpriced_model)``.
 
-    Nothing known is not $0: ``unpriced (incomplete: 30 unpriced_model)``.
+    Nothing known is not $0: ``unpriced (incomplete: 30 unpriced_model)``. With the run's
+    ``items``, a run whose every call failed reads ``$0.00 (no call succeeded)``
+    (:func:`no_call_succeeded`).
     """
+    if items is not None and no_call_succeeded(accounting, items):
+        return "$0.00 (no call succeeded)"
     known = accounting.known_cost or 0
     cost = usd(known) if known else spend_shown(known, accounting)
     replayed = format_replayed(accounting)
@@ -185,12 +205,25 @@ def _stat(value: Stats | float | None, key: str) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
+CONSOLE_WIDTH = 80
+"""Console lines are wrapped to fit this many columns (a terminal's and a CI log's default)."""
+
+
 def format_model_timing_lines(
-    model_timing: Mapping[str, ModelTimingStats] | None, name_width: int
+    model_timing: Mapping[str, ModelTimingStats] | None, *, judged: bool = False
 ) -> list[str]:
-    """One ``    model  wire m/p · ... (N calls, mean/p95 per call)`` line per model."""
-    lines: list[str] = []
-    for model, t in (model_timing or {}).items():
+    """The console's ``Model timing`` block: a heading, then per model its call count and its
+    figures (``wire m/p · first token m/p · queued · retries · rate-limited N×``), wrapped to
+    :data:`CONSOLE_WIDTH` columns.
+
+    ``modelTiming`` times the workflow's calls only; with ``judged`` (the eval has an LLM
+    scorer) the heading says that the judge calls are left out.
+    """
+    if not model_timing:
+        return []
+    note = "; judge calls not included" if judged else ""
+    lines = [f"  Model timing (mean/p95 per call{note}):"]
+    for model, t in model_timing.items():
         parts = [f"wire {js_round(_stat(t.wire_ms, 'mean'))}ms/{js_round(_stat(t.wire_ms, 'p95'))}ms"]
         if t.first_token_ms is not None:
             first = t.first_token_ms
@@ -199,11 +232,23 @@ def format_model_timing_lines(
         parts.append(f"retries {js_round(_stat(t.retry_ms, 'mean'))}ms")
         if t.rate_limit_retries:
             parts.append(f"rate-limited {t.rate_limit_retries}×")
-        calls = t.calls
-        lines.append(
-            f"    {clean(model).ljust(max(name_width - 2, 0))}  {' · '.join(parts)}  "
-            f"({calls} call{'' if calls == 1 else 's'}, mean/p95 per call)"
-        )
+        lines.append(f"    {clean(model)}  ({plural(t.calls, 'call')})")
+        lines.extend(_wrap(parts, "      ", " · ", CONSOLE_WIDTH))
+    return lines
+
+
+def _wrap(parts: list[str], indent: str, sep: str, width: int) -> list[str]:
+    """``parts`` joined by ``sep`` on lines of at most ``width`` columns (a part is never split)."""
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        if line and len(indent) + len(line) + len(sep) + len(part) > width:
+            lines.append(indent + line)
+            line = part
+        else:
+            line = f"{line}{sep}{part}" if line else part
+    if line:
+        lines.append(indent + line)
     return lines
 
 
@@ -211,18 +256,25 @@ def _finite(x: float | None) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
 
 
+MINUS = "-"
+"""The one minus sign of every surface (console, comment, summary, HTML): the ASCII hyphen-minus
+that JavaScript's ``toFixed`` and ``String`` print, so the reference-exact sentences ("regresses
+by -9.4%") and our own signed numbers never mix two signs in one line."""
+
+
 def num(x: float | None, digits: int = 3) -> str:
-    """Fixed decimals, or an em dash when missing."""
-    return f"{x:.{digits}f}" if x is not None and _finite(x) else "—"
+    """Fixed decimals (JS ``toFixed``), or an em dash when missing."""
+    return to_fixed(x, digits) if x is not None and _finite(x) else "—"
 
 
 def signed(x: float | None, digits: int = 3) -> str:
-    """Fixed decimals with an explicit ``+`` (``−`` rendered as a real minus sign)."""
+    """Fixed decimals (JS ``toFixed``) with an explicit ``+`` or ``-``; no sign for zero."""
     if x is None or not _finite(x):
         return "—"
-    if round(x, digits) == 0:
-        return f"{0:.{digits}f}"
-    return f"+{x:.{digits}f}" if x > 0 else f"−{abs(x):.{digits}f}"
+    magnitude = to_fixed(abs(x), digits)
+    if float(magnitude) == 0:
+        return magnitude
+    return ("+" if x > 0 else MINUS) + magnitude
 
 
 #: Below this an amount is float noise or a price too small to matter; shown as a bound.
@@ -239,11 +291,11 @@ def _usd_decimals(amount: float, significant: int) -> int:
 def _usd_fixed(x: float, decimals: int, *, trim: bool) -> str:
     if x == 0:
         return "$0.00"
-    sign = "-" if x < 0 else ""
+    sign = MINUS if x < 0 else ""
     amount = abs(x)
     if amount < _SMALLEST_USD:
-        return f"{sign}<${_SMALLEST_USD:.8f}"
-    whole, _, frac = f"{amount:.{decimals}f}".partition(".")
+        return f"{sign}<${to_fixed(_SMALLEST_USD, 8)}"
+    whole, _, frac = to_fixed(amount, decimals).partition(".")
     return f"{sign}${whole}.{frac[:2]}{frac[2:].rstrip('0') if trim else frac[2:]}"
 
 
@@ -319,12 +371,12 @@ def spend_pair(
 
 
 def signed_usd(x: float | None) -> str:
-    """``+$0.12`` / ``−$0.000472`` (a real minus sign); ``$0.00`` for no change."""
+    """``+$0.12`` / ``-$0.000472``; ``$0.00`` for no change."""
     if x is None or not _finite(x):
         return "—"
     if x == 0:
         return "$0.00"
-    return ("+" if x > 0 else "−") + usd(abs(x))
+    return ("+" if x > 0 else MINUS) + usd(abs(x))
 
 
 def pct(rate: float | None) -> str:
@@ -344,8 +396,8 @@ def ms(x: float | None) -> str:
     if x is None or not _finite(x):
         return "—"
     if abs(x) >= 10_000:
-        return f"{x / 1000:.1f}s"
-    return f"{math.floor(x + 0.5)}ms"
+        return f"{to_fixed(x / 1000, 1)}s"
+    return f"{js_round(x)}ms"
 
 
 def count(n: int | float | None) -> str:

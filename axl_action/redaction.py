@@ -12,6 +12,8 @@ What is redacted, for each registered value ``v`` (at least ``MIN_SECRET_LENGTH`
   model or a gateway echoing the tail of a key, ``...cdef01234567``) whose first 8 characters
   hold at least 4 different ones (so ``00000000`` in a weak secret does not hide every UUID);
 * its URL-encoded forms (``quote``, ``quote_plus``, upper- and lower-case escapes);
+* its hex forms (the UTF-8 bytes as lower- and upper-case hex), whole and any run of at least
+  ``MIN_HEX_RUN`` (16) hex digits of them starting on a byte boundary (the hex of a half key);
 * the standard and URL-safe base64 of ``v``, of ``Bearer v`` and of ``user:v`` (HTTP Basic),
   each at the three byte alignments: a base64 encoder emits 4 characters per 3 input bytes, so
   the same bytes embedded at offset 0, 1 or 2 (mod 3) of a longer string encode differently.
@@ -19,6 +21,11 @@ What is redacted, for each registered value ``v`` (at least ``MIN_SECRET_LENGTH`
   secret's bytes alone, independent of whatever precedes or follows it;
 * key-shaped strings whether registered or not (``sk-...``, ``AIza...``, ``gh[pousr]_...``,
   ``github_pat_...``, ``Bearer <token>``, ``?key=...`` query parameters).
+
+A text holding ``\\uXXXX`` escapes (a model's JSON-escaped completion) is matched once more with
+the escapes of key characters (letters, digits, ``-_+/=.~``) unescaped: a key spelled
+``\\u0073\\u006b-...`` is the key. Only those escapes are unescaped, and only when that
+reveals a secret, so the text's meaning (as JSON or as prose) is kept.
 
 Every match becomes ``[REDACTED]``. The registered forms are one compiled regular expression,
 rebuilt only when the registry changes: the literal forms sit in a character trie (the engine
@@ -32,12 +39,17 @@ The key shapes are a few patterns with literal prefixes. Measured cost: see
 from __future__ import annotations
 
 import base64
+import codecs
+import contextlib
+import io
+import logging
 import os
 import re
+import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import quote, quote_plus
 
 REDACTED = "[REDACTED]"
@@ -50,6 +62,9 @@ MIN_RUN_DISTINCT = 4
 """A run must start with 8 characters of which at least this many differ: ``00000000`` or
 ``-0000000`` in a low-entropy secret would otherwise hide UUIDs and numbers everywhere. A
 random key's 8-character windows essentially always have 4 or more distinct characters."""
+MIN_HEX_RUN = 2 * MIN_RUN
+"""A run of the hex form of a secret counts from this many hex digits (``MIN_RUN`` bytes): 8 hex
+digits are only 4 bytes, and commit hashes would hit them by chance."""
 
 SECRET_ENV_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?|PRIVATE_KEY)$", re.IGNORECASE)
 """Environment variable names whose values are credentials (``OPENAI_API_KEY``, ``GITHUB_TOKEN``)."""
@@ -83,6 +98,9 @@ def derived_forms(value: str) -> set[str]:
     for encoded in (quote(value, safe=""), quote_plus(value, safe="")):
         forms.add(encoded)
         forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded))
+    data = value.encode("utf-8")
+    forms.add(data.hex())
+    forms.add(data.hex().upper())
     for wrapped in (value, f"Bearer {value}", f"user:{value}"):
         data = wrapped.encode("utf-8")
         for offset in range(3):
@@ -118,7 +136,8 @@ class _Compiled:
     """Runs of ``MIN_RUN``+ characters that could hold a form (only characters that occur in
     some form): the trie is tried only inside them, so ordinary prose costs little."""
     runs: Mapping[str, tuple[tuple[str, int], ...]]
-    """First ``MIN_RUN`` characters of a run -> (secret, start of the run in it)."""
+    """First characters of a run (``MIN_RUN`` of a secret, ``MIN_HEX_RUN`` of its hex forms) ->
+    (the secret or hex form, start of the run in it)."""
 
 
 class SecretRegistry:
@@ -165,6 +184,15 @@ class SecretRegistry:
     def redact(self, text: str) -> str:
         """``text`` with every registered secret (in any derived form) and every key-shaped
         string replaced by ``[REDACTED]``."""
+        if "\\u" in text:
+            unescaped = _KEY_ESCAPE.sub(_unescape, text)
+            if unescaped != text:
+                revealed = self._redact(unescaped)
+                if revealed != unescaped:
+                    return revealed
+        return self._redact(text)
+
+    def _redact(self, text: str) -> str:
         compiled = self._compiled
         if compiled.pattern is not None and compiled.tokens is not None:
             text = _redact_registered(text, compiled.pattern, compiled.tokens, compiled.runs)
@@ -192,6 +220,16 @@ class SecretRegistry:
         return value
 
 
+_KEY_ESCAPE = re.compile(r"\\u(00[2-7][0-9A-Fa-f])")
+"""A ``\\uXXXX`` escape of an ASCII character; ``_unescape`` unescapes only key characters."""
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=.~")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _KEY_CHARS else match.group(0)
+
+
 def _redact_registered(
     text: str,
     pattern: re.Pattern[str],
@@ -207,7 +245,8 @@ def _redact_registered(
             start, end = match.span()
             starts = runs.get(match.group(0))
             if starts is not None:
-                end = max(_run_end(text, start, secret, first) for secret, first in starts)
+                n = end - start
+                end = max(_run_end(text, start, secret, first, n) for secret, first in starts)
             out.append(text[pos:start])
             out.append(REDACTED)
             pos = end
@@ -218,9 +257,8 @@ def _redact_registered(
     return "".join(out)
 
 
-def _run_end(text: str, start: int, secret: str, at: int) -> int:
-    """End of the run of ``secret[at:]`` in ``text`` from ``start`` (at least ``MIN_RUN`` long)."""
-    n = MIN_RUN
+def _run_end(text: str, start: int, secret: str, at: int, n: int) -> int:
+    """End of the run of ``secret[at:]`` in ``text`` from ``start`` (its first ``n`` match)."""
     limit = min(len(text) - start, len(secret) - at)
     while n < limit and text[start + n] == secret[at + n]:
         n += 1
@@ -243,6 +281,14 @@ def _compile(values: tuple[str, ...]) -> _Compiled:
                 continue
             runs.setdefault(gram, []).append((value, at))
             _insert(trie, gram)
+        hexed = value.encode("utf-8").hex()
+        for form in (hexed, hexed.upper()):
+            for at in range(0, len(form) - MIN_HEX_RUN + 1, 2):
+                gram = form[at : at + MIN_HEX_RUN]
+                if len(set(gram)) < MIN_RUN_DISTINCT:
+                    continue
+                runs.setdefault(gram, []).append((form, at))
+                _insert(trie, gram)
     if not trie:
         return _Compiled(None, None, {})
     charset = "".join(sorted(re.escape(c) for c in chars))
@@ -321,7 +367,193 @@ def register_env_secrets(env: Mapping[str, str] | None = None) -> None:
     SECRETS.add_all(secret_env_values(os.environ if env is None else env))
 
 
+class RedactingWriter(io.TextIOBase):
+    """A text stream that writes everything to ``target`` through the one rule.
+
+    The one writer for text that is not ours to format: the eval code's ``print`` and
+    ``logging`` (``redacted_std_streams``) and, as it is read, a child process's output
+    (``write`` each chunk as it arrives, ``flush`` at the end).
+
+    Text is passed on a line at a time (a line ends with ``\\n`` or ``\\r``), so a secret that
+    arrives in two ``write()`` calls is matched whole. ``flush()`` passes on the unfinished line
+    too, except a trailing token of ``MIN_RUN`` or more key characters (it may be the first half
+    of a secret, and no secret holds a space): a prompt or a progress line shows at once. A
+    shorter token that ``flush()`` passed on is remembered and matched again with what follows,
+    so a form cut there is still replaced (its first few characters, fewer than a run, are out).
+    More than ``HOLD`` characters without a line end are passed on regardless (bounded memory).
+
+    ``fileno()`` passes on everything held first, so text written to the descriptor directly
+    (``faulthandler``, a child process given the stream) comes after it, in order; that text
+    itself does not pass through this writer.
+    """
+
+    HOLD = 1 << 16
+
+    def __init__(self, target: TextIO, registry: SecretRegistry | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self._registry = SECRETS if registry is None else registry
+        self._pending = ""
+        self._tail = ""
+        self._lock = threading.RLock()
+        self._buffer: _RedactingBuffer | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            pending = self._pending + text
+            cut = max(pending.rfind("\n"), pending.rfind("\r")) + 1
+            if cut == 0:
+                if len(pending) <= self.HOLD:
+                    self._pending = pending
+                    return len(text)
+                cut = len(pending)
+            self._pending = pending[cut:]
+            self._emit(pending[:cut])
+        return len(text)
+
+    def _emit(self, text: str) -> None:
+        """Write ``text`` redacted, matched together with the short token ``flush`` left."""
+        tail, self._tail = self._tail, ""
+        if not tail:
+            self.target.write(self._registry.redact(text))
+            return
+        joined = tail + text
+        out = self._registry.redact(joined)
+        if out.startswith(tail):
+            self.target.write(out[len(tail) :])
+            return
+        same = 0  # a match began inside the token already written: write from the match on
+        while same < len(tail) and out[same] == joined[same]:
+            same += 1
+        self.target.write(out[same:])
+
+    def flush(self) -> None:
+        with self._lock:
+            pending = self._pending
+            if pending:
+                token = len(pending) - len(pending.rstrip(_KEY_CHARS_STR))
+                if token >= MIN_RUN:
+                    self._pending = pending[len(pending) - token :]
+                    pending = pending[: len(pending) - token]
+                else:
+                    self._pending = ""
+                if pending:
+                    self._emit(pending)
+                    if 0 < token < MIN_RUN:
+                        self._tail = pending[len(pending) - token :]
+            self.target.flush()
+
+    def drain(self) -> None:
+        """Pass on everything held, and flush the target (at the end of a command or a child)."""
+        with self._lock:
+            pending, self._pending = self._pending, ""
+            if pending:
+                self._emit(pending)
+            self._tail = ""
+            self.target.flush()
+
+    def fileno(self) -> int:
+        self.drain()
+        return self.target.fileno()
+
+    def isatty(self) -> bool:
+        return self.target.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.target, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.target, "errors", None)
+
+    @property
+    def buffer(self) -> _RedactingBuffer:
+        """Bytes written here are decoded and pass through the same writer."""
+        if self._buffer is None:
+            self._buffer = _RedactingBuffer(self)
+        return self._buffer
+
+    def close(self) -> None:
+        """Drains; the target stays open (it is the process's stream, not ours)."""
+        self.drain()
+
+
+_KEY_CHARS_STR = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=.~%:"
+"""Characters of keys and their encoded forms: a trailing run of them may be half a secret."""
+
+
+class _RedactingBuffer(io.RawIOBase):
+    """``sys.stdout.buffer`` of a :class:`RedactingWriter`: bytes decoded, then redacted."""
+
+    def __init__(self, writer: RedactingWriter) -> None:
+        super().__init__()
+        self._writer = writer
+        self._decoder = codecs.getincrementaldecoder(writer.encoding)(errors="replace")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self._writer.write(self._decoder.decode(chunk))
+        return len(chunk)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+
+@contextlib.contextmanager
+def redacted_std_streams() -> Iterator[None]:
+    """Inside the block, ``sys.stdout``, ``sys.stderr`` and the logging handlers that write to
+    them pass through the one rule (:class:`RedactingWriter`); after it, all are as they were.
+
+    Installed at a command's entry, for that command: the eval code's own ``print`` and
+    ``logging`` output is text we never formatted, so it is redacted where it leaves.
+    """
+    out, err = sys.stdout, sys.stderr
+    if isinstance(out, RedactingWriter) and isinstance(err, RedactingWriter):
+        yield
+        return
+    writers = {id(out): RedactingWriter(out), id(err): RedactingWriter(err)}
+    for handler in _stream_handlers():
+        writer = writers.get(id(handler.stream))
+        if writer is not None:
+            handler.setStream(writer)
+    sys.stdout, sys.stderr = writers[id(out)], writers[id(err)]
+    try:
+        yield
+    finally:
+        for writer in writers.values():
+            with contextlib.suppress(Exception):
+                writer.drain()
+        # Handlers made during the command (logging.basicConfig in an eval) hold a writer too.
+        for handler in _stream_handlers():
+            if isinstance(handler.stream, RedactingWriter) and id(handler.stream.target) in writers:
+                handler.setStream(handler.stream.target)
+        if sys.stdout is writers[id(out)]:
+            sys.stdout = out
+        if sys.stderr is writers[id(err)]:
+            sys.stderr = err
+
+
+def _stream_handlers() -> list[logging.StreamHandler[Any]]:
+    loggers: list[Any] = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return [
+        handler
+        for logger in loggers
+        for handler in getattr(logger, "handlers", ())
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
+    ]
+
+
 __all__ = [
+    "MIN_HEX_RUN",
     "MIN_RUN",
     "MIN_RUN_DISTINCT",
     "MIN_SECRET_LENGTH",
@@ -329,11 +561,13 @@ __all__ = [
     "REDACTED",
     "SECRETS",
     "SECRET_ENV_NAME",
+    "RedactingWriter",
     "SecretRegistry",
     "base64_middle",
     "derived_forms",
     "redact",
     "redact_deep",
+    "redacted_std_streams",
     "register_env_secrets",
     "register_secret",
     "secret_env_values",

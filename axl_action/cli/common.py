@@ -238,11 +238,7 @@ def pricing_notes(table: Any) -> list[str]:
             '"models": {"<provider:model>": {"input": <USD per 1M tokens>, "output": <...>}}}) and '
             "pass it with --pricing FILE (docs/cost.md)."
         )
-    for key, nearest in table.unmatched_overrides().items():
-        hint = f'; did you mean "{nearest}"? Keys must match the model URI exactly' if nearest else ""
-        lines.append(
-            f'[axl-eval] WARNING: pricing file {table.override_path}: "{key}" matched no call{hint}.'
-        )
+    lines.extend(table.override_warnings())
     return lines
 
 

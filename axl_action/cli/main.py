@@ -12,11 +12,11 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from axl_action.cli.common import HardStop, leave, tolerant_console
 from axl_action.errors import AxlError
-from axl_action.redaction import redact, register_env_secrets
+from axl_action.redaction import redact, redacted_std_streams, register_env_secrets
 
 # command name -> (module, one-line summary shown by --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -113,6 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in RUNS_EVAL_CODE:
         one_blas_thread()
     module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
+    # The command's stdout, stderr and logging (the eval code's print and logging among them)
+    # pass through the one redaction rule, for this command only.
+    with redacted_std_streams():
+        return _run_command(module, rest)
+
+
+def _run_command(module: Any, rest: list[str]) -> int:
     try:
         code: int = module.run(rest)
     except AxlError as err:

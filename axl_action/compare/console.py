@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from axl_action.compare.models import Comparison, ScorerComparison
-from axl_action.compare.text import pad_end, pad_start, to_fixed
+from axl_action.compare.text import pad_end, pad_start
 from axl_action.formatting import signed_usd, spend_is_money, spend_pair, usd
+from axl_action.schema.numbers import to_fixed
 
 if TYPE_CHECKING:
     from axl_action.schema import EvalAccounting
@@ -39,7 +40,7 @@ def _row(name: str, s: ScorerComparison, width: int, has_ci: bool) -> str:
         + "  "
         + pad_start(sign + to_fixed(s.delta, 3) if both else "—", 8)
         + "  "
-        + pad_start(sign + to_fixed(s.delta_percent, 1) + "%" if both else "—", 6)
+        + pad_start(("new" if s.from_zero else sign + to_fixed(s.delta_percent, 1) + "%") if both else "—", 6)
     )
     if has_ci:
         if s.ci is not None:

@@ -36,10 +36,11 @@ from axl_action.compare.significance import (
     minimum_detectable_effect,
     verdict,
 )
-from axl_action.compare.text import to_fixed
 from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
 from axl_action.errors import CompareError
+from axl_action.formatting import plural
 from axl_action.schema import RunView, SampleCounts, as_views, round3, sample_counts
+from axl_action.schema.numbers import to_fixed
 from axl_action.schema.reading import gc_paused as paused_gc
 from axl_action.schema.view import F64, Bools, Run, Side, header_of
 
@@ -60,11 +61,6 @@ class CompareOptions:
     """Apply Holm correction across scorers to the verdicts."""
     workers: int | None = None
     """Bootstrap threads (None: up to 2)."""
-
-
-def r3(x: float) -> float:
-    """round3 with negative zero normalised (JS prints -0 as 0)."""
-    return round3(x) + 0.0
 
 
 def _validate(baseline: list[RunView], candidate: list[RunView]) -> list[str]:
@@ -163,13 +159,15 @@ def _item_changes(
         c_avg, c_ok = _run_average([ra.items.column(name).score[c_idx] for ra in c_runs])
         use = ~skip & b_ok & c_ok
         with np.errstate(invalid="ignore"):
-            delta = _r3(c_avg - b_avg)
+            delta = round3(c_avg - b_avg)
         t = thresholds[name].value
         with np.errstate(invalid="ignore"):
             worse = use & (delta < -t)
             better = use & ~worse & (delta > t)
         picked = np.flatnonzero(worse | better)
-        parts.append((picked, order, _r3(b_avg[picked]), _r3(c_avg[picked]), delta[picked], worse[picked]))
+        parts.append(
+            (picked, order, round3(b_avg[picked]), round3(c_avg[picked]), delta[picked], worse[picked])
+        )
     if not parts:
         return ItemChanges.none(), ItemChanges.none()
     pos = np.concatenate([p[0] for p in parts])
@@ -200,12 +198,6 @@ def _item_changes(
     return changes(is_worse), changes(~is_worse)
 
 
-def _r3(x: F64) -> F64:
-    """Vectorised round3 (JS Math.round semantics), negative zero normalised."""
-    out: F64 = np.floor(x * 1000 + 0.5) / 1000 + 0.0
-    return out
-
-
 def _run_average(columns: list[F64]) -> tuple[F64, np.ndarray]:
     """Mean of the non-null scores across runs, summed in run order like the reference."""
     total = np.zeros(len(columns[0]))
@@ -227,10 +219,10 @@ def _timing(b_runs: Sequence[RunView], c_runs: Sequence[RunView]) -> TimingCompa
     b_mean = _js_mean(b_t)
     c_mean = _js_mean(c_t)
     return TimingComparison(
-        baseline_mean=r3(b_mean),
-        candidate_mean=r3(c_mean),
-        delta=r3(c_mean - b_mean),
-        delta_percent=r3((c_mean - b_mean) / b_mean * 100) if b_mean > 0 else 0.0,
+        baseline_mean=round3(b_mean),
+        candidate_mean=round3(c_mean),
+        delta=round3(c_mean - b_mean),
+        delta_percent=round3((c_mean - b_mean) / b_mean * 100) if b_mean > 0 else 0.0,
     )
 
 
@@ -254,6 +246,8 @@ def summarise(
     the sign of ``delta_percent`` (unrounded values), not of the 3-decimal ``delta``, so a cost
     that rose by less than $0.0005 is not called "cheaper"; and a scorer that scored nothing on
     one side is said to have scored nothing there, not to have regressed (or improved) by 100%.
+    Also: a change from a baseline mean of 0 says "improves from 0", not "by +0.0%" (no
+    percentage of 0 exists), and counts are pluralised ("1 improvement", not "1 improvements").
     """
     parts: list[str] = []
     for name, s in scorers.items():
@@ -272,8 +266,9 @@ def summarise(
                 sig = " (significant)"
             elif s.significant is False:
                 sig = " (not significant)"
+            by = "from 0" if s.from_zero else f"by {sign}{to_fixed(s.delta_percent, 1)}%"
             parts.append(
-                f"'{name}' {direction} by {sign}{to_fixed(s.delta_percent, 1)}% "
+                f"'{name}' {direction} {by} "
                 f"({to_fixed(s.baseline_mean, 2)} -> {to_fixed(s.candidate_mean, 2)}){sig}"
             )
     # Direction from the percentage, which is computed from the unrounded values: the rounded
@@ -285,7 +280,9 @@ def summarise(
         direction = "more expensive" if cost.delta_percent > 0 else "cheaper"
         parts.append(f"{to_fixed(abs(cost.delta_percent), 0)}% {direction}")
     body = ", ".join(parts) if parts else "no meaningful changes"
-    return f"candidate {body} with {regressions} regressions and {improvements} improvements"
+    return (
+        f"candidate {body} with {plural(regressions, 'regression')} and {plural(improvements, 'improvement')}"
+    )
 
 
 def compare_results(baseline: Side, candidate: Side, options: CompareOptions | None = None) -> Comparison:
@@ -334,10 +331,10 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
             p_values[name] = p_value
         raw_type = types.get(name)
         scorers[name] = ScorerComparison(
-            baseline_mean=r3(b_mean_raw),
-            candidate_mean=r3(c_mean_raw),
-            delta=r3(c_mean_raw - b_mean_raw),
-            delta_percent=r3((c_mean_raw - b_mean_raw) / b_mean_raw * 100) if b_mean_raw > 0 else 0.0,
+            baseline_mean=round3(b_mean_raw),
+            candidate_mean=round3(c_mean_raw),
+            delta=round3(c_mean_raw - b_mean_raw),
+            delta_percent=round3((c_mean_raw - b_mean_raw) / b_mean_raw * 100) if b_mean_raw > 0 else 0.0,
             baseline_scored=b_counts.scored,
             baseline_failed=b_counts.failed,
             candidate_scored=c_counts.scored,

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from axl_action.compare.models import Comparison, Gate, GateReport, ItemErrorRate, ScorerComparison
-from axl_action.compare.text import to_fixed
 from axl_action.errors import ItemErrorRateError
 from axl_action.formatting import usd
 from axl_action.schema import (
@@ -27,6 +26,7 @@ from axl_action.schema import (
     js_string,
     read_accounting,
 )
+from axl_action.schema.numbers import to_fixed
 from axl_action.schema.view import Run, Side
 
 

@@ -128,7 +128,8 @@ def _weighted(stats: Sequence[tuple[Stats, int]]) -> dict[str, float]:
     calls = sum(n for _, n in stats) or 1
 
     def avg(field: str) -> float:
-        return round3(sum(getattr(s, field) * n for s, n in stats) / calls)
+        total: float = sum(getattr(s, field) * n for s, n in stats)
+        return round3(total / calls)
 
     return {
         "mean": avg("mean"),

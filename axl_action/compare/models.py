@@ -190,6 +190,12 @@ class ScorerComparison(OutputModel):
     holm_significant: bool | None = None
     """*extra*: ``significant`` and Holm rejects at alpha; only with ``--holm``."""
 
+    @property
+    def from_zero(self) -> bool:
+        """The baseline mean is 0 and the score moved: no percentage of 0 exists, so the wire's
+        ``deltaPercent`` 0 is shown as "new (from 0)" (or no percent), never as "+0.0%"."""
+        return self.baseline_mean <= 0 and self.delta != 0 and self.delta_percent == 0
+
 
 # ---------------------------------------------------------------- items, timing, cost
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from axl_action.compare.text import to_fixed
 from axl_action.formatting import (
     clean,
     format_budget_line,
@@ -18,6 +17,7 @@ from axl_action.formatting import (
     format_item_errors,
     format_known_spend,
     format_model_timing_lines,
+    plural,
     usd,
 )
 from axl_action.schema import (
@@ -30,7 +30,7 @@ from axl_action.schema import (
     read_accounting,
     sample_counts,
 )
-from axl_action.schema.numbers import format_percent
+from axl_action.schema.numbers import format_percent, to_fixed
 
 
 def _sample_counts(view: RunView, name: str, entry: ScorerStats) -> tuple[int, int, int]:
@@ -56,7 +56,7 @@ def format_table(view: RunView) -> str:
     scorers = summary.scorers
     width = max([6, *(len(clean(n)) for n in scorers)])
     lines = [
-        f"Eval: {_workflows(result.metadata)} x {clean(result.dataset)} ({summary.count} items)",
+        f"Eval: {_workflows(result.metadata)} x {clean(result.dataset)} ({plural(summary.count, 'item')})",
         "  "
         + "Scorer".ljust(width)
         + "".join("  " + h.rjust(8) for h in ("Mean", "Min", "Max", "p50", "p95")),
@@ -82,12 +82,15 @@ def format_table(view: RunView) -> str:
             for k in ("mean", "min", "max", "p50", "p95")
         )
         lines.append("  " + "Timing".ljust(width) + secs)
-    lines.extend(format_model_timing_lines(summary.model_timing, width))
+    judged = "llm" in result.scorer_types.values()
+    lines.extend(format_model_timing_lines(summary.model_timing, judged=judged))
     lines.append("")
     accounting = read_accounting(result)
+    failed, not_run = _failures_and_not_run(result)
     lines.append(
-        f"  Failures: {summary.failures}/{summary.count} | "
-        f"Cost: {format_known_spend(accounting)} | "
+        f"  Failures: {failed}/{summary.count} | "
+        + (f"Not run: {not_run} | " if not_run else "")
+        + f"Cost: {format_known_spend(accounting, view.items)} | "
         f"Duration: {to_fixed((result.duration or 0) / 1000, 1)}s"
     )
     coverage = format_coverage_line(summary.coverage, summary.item_error_rate, view.items)
@@ -108,6 +111,18 @@ def format_table(view: RunView) -> str:
         if len(messages) > 5:
             lines.append(f"    ... and {len(messages) - 5} more")
     return "\n".join(lines)
+
+
+def _failures_and_not_run(result: RunHeader) -> tuple[int, int]:
+    """Items that failed, and items that did not run to the end without failing (cancelled,
+    budget-skipped, budget-interrupted): the summary's ``failures`` counts both, as the
+    reference's does, but a budget stop is not a failure, so the console counts them apart, as
+    the comment does. Files without coverage (pre-0.24) have only ``failures``."""
+    coverage = result.summary.coverage
+    if coverage is None:
+        return result.summary.failures, 0
+    items = coverage.items
+    return items.failed, items.cancelled + items.budget_skipped + items.budget_interrupted
 
 
 def budget_stop_message(light: RunHeader, label: str) -> str | None:

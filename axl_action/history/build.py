@@ -40,6 +40,7 @@ from axl_action.schema import (
     canonical_json,
     read_accounting,
 )
+from axl_action.schema.numbers import round3
 from axl_action.schema.view import F64, pooled_item_error_rate, sample_counts, scorer_values
 
 _WEAKEST: dict[str, int] = {"complete": 0, "incomplete": 1, "unverified": 2}
@@ -97,12 +98,6 @@ def _mean(values: Iterable[float]) -> float | None:
     return math.fsum(kept) / len(kept) if kept else None
 
 
-def _round3(x: F64) -> F64:
-    """Three decimals, JavaScript ``Math.round`` ties (as the compare engine rounds scores)."""
-    out: F64 = np.floor(x * 1000 + 0.5) / 1000 + 0.0
-    return out
-
-
 def _item_scores(runs: Sequence[RunView], name: str) -> F64:
     """Each item's score averaged over the runs; NaN where no run scored it or it errored.
 
@@ -120,7 +115,7 @@ def _item_scores(runs: Sequence[RunView], name: str) -> F64:
         total += np.where(ok, score, 0.0)
         count += ok
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _round3(total / count)
+        return round3(total / count)
 
 
 def _scorer_point(runs: Sequence[RunView], name: str, kind: str | None) -> ScorerPoint:

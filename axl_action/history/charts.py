@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from html import escape
 
-from axl_action.formatting import ms, num, pct, usd
+from axl_action.formatting import ms, num, pct, usd, usd_pair
 from axl_action.history.panel import HistoryPanel, PanelRun
 
 _FONT = 'font-size="10"'
@@ -47,19 +47,29 @@ def trend_chart(
     *,
     band: tuple[float, float] | None = None,
     fmt: Callable[[float | None], str] = num,
+    axis_labels: Callable[[float, float], tuple[str, str]] | None = None,
     floor: float | None = None,
+    ceiling: float | None = None,
     first_label: str = "",
     last_label: str = "",
 ) -> str:
     """A line of ``points`` (oldest first), ``candidate`` last, ``band`` = (centre, ±); the
-    x axis is labelled with ``first_label`` and ``last_label``."""
-    width, height, pad_l, pad_r, pad_t, pad_b = 320, 132, 46, 14, 20, 20
-    plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
+    x axis is labelled with ``first_label`` and ``last_label``.
+
+    The value axis and the band stay inside [``floor``, ``ceiling``] (scores: [0, 1], so a
+    band of ±0.3 around 0.9 does not draw a scale up to 1.2). ``axis_labels(high, low)`` spells
+    the two axis labels together (money: the same digits on both); the left margin grows to
+    fit the longer one."""
+    width, height, pad_r, pad_t, pad_b = 320, 132, 14, 20, 20
     values = [p.value for p in points if p.value is not None and math.isfinite(p.value)]
     if candidate is not None and candidate.value is not None and math.isfinite(candidate.value):
         values.append(candidate.value)
     if band is not None:
-        values += [band[0] - band[1], band[0] + band[1]]
+        band_low, band_high = (
+            _clip(band[0] - band[1], floor, ceiling),
+            _clip(band[0] + band[1], floor, ceiling),
+        )
+        values += [band_low, band_high]
     if not values:
         values = [0.0]
     low, high = min(values), max(values)
@@ -68,6 +78,12 @@ def trend_chart(
     low, high = low - pad, high + pad
     if floor is not None:
         low = max(low, floor)
+    if ceiling is not None:
+        high = min(high, ceiling)
+    high_label, low_label = axis_labels(high, low) if axis_labels is not None else (fmt(high), fmt(low))
+    # About 6 px per character at 10 px: "$0.007488" needs 54 px, more than the 46 of old.
+    pad_l = max(46, 8 + 6 * max(len(high_label), len(low_label)))
+    plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
     slots = len(points) + (1 if candidate is not None else 0)
     step = plot_w / max(slots - 1, 1) if slots > 1 else 0.0
 
@@ -82,14 +98,14 @@ def trend_chart(
         f'<line x1="{pad_l}" y1="{pad_t + plot_h}" x2="{pad_l + plot_w}" y2="{pad_t + plot_h}" class="c-axis"/>'
     )
     if band is not None:
-        top, bottom = y_of(band[0] + band[1]), y_of(band[0] - band[1])
+        top, bottom = y_of(band_high), y_of(band_low)
         parts.append(
             f'<rect x="{pad_l}" y="{top:.1f}" width="{plot_w}" height="{max(bottom - top, 0.5):.1f}" class="h-band">'
             f"<title>noise band: {_e(fmt(band[0]))} ± {_e(fmt(band[1]))}</title></rect>"
         )
-    for value, anchor_y in ((high, pad_t + 4), (low, pad_t + plot_h)):
+    for label, anchor_y in ((high_label, pad_t + 4), (low_label, pad_t + plot_h)):
         parts.append(
-            f'<text x="{pad_l - 4}" y="{anchor_y:.1f}" {_FONT} text-anchor="end" class="c-label">{_e(fmt(value))}</text>'
+            f'<text x="{pad_l - 4}" y="{anchor_y:.1f}" {_FONT} text-anchor="end" class="c-label">{_e(label)}</text>'
         )
     # The line, broken where a run has no value.
     segment: list[str] = []
@@ -152,6 +168,12 @@ def trend_chart(
     )
 
 
+def _clip(value: float, floor: float | None, ceiling: float | None) -> float:
+    if floor is not None:
+        value = max(value, floor)
+    return min(value, ceiling) if ceiling is not None else value
+
+
 def _run_point(run: PanelRun, value: float | None, text: str, *, hollow: bool = False) -> Point:
     """A baseline run's point: its tip names the run and its date, tapping opens its commit."""
     return Point(value=value, tip=f"{run.label} · {run.date} · {text}", hollow=hollow, href=run.commit_url)
@@ -187,7 +209,7 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
         ]
         cand = _candidate_point(panel, s.candidate_mean, f"{s.name} {num(s.candidate_mean)} · {s.sentence}")
         band = (s.baseline_mean, s.band) if s.band is not None and s.baseline_mean is not None else None
-        out.append(chart(f"{s.name} · {s.band_text}", points, cand, band=band))
+        out.append(chart(f"{s.name} · {s.band_text}", points, cand, band=band, floor=0.0, ceiling=1.0))
     cost_points = [
         _run_point(
             r,
@@ -212,7 +234,9 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
     def cost_fmt(x: float | None) -> str:
         return usd(x, 4) if fine and x is not None and x < 10 else usd(x)
 
-    out.append(chart("Cost per run (known)", cost_points, cost_cand, fmt=cost_fmt, floor=0.0))
+    out.append(
+        chart("Cost per run (known)", cost_points, cost_cand, fmt=cost_fmt, axis_labels=usd_pair, floor=0.0)
+    )
     latency_points = [
         _run_point(
             r,

@@ -45,7 +45,7 @@ from axl_action.compare.thresholds import (
     LEGACY_THRESHOLD,
 )
 from axl_action.history.build import History, HistoryEntry
-from axl_action.schema.view import F64
+from axl_action.schema.numbers import round3
 
 WINDOW = 20
 """Newest usable moves used for bands and flakiness."""
@@ -211,11 +211,6 @@ def auto_thresholds(
 # ------------------------------------------------------------------------------- flaky items
 
 
-def _r3(x: F64) -> F64:
-    out: F64 = np.floor(x * 1000 + 0.5) / 1000 + 0.0
-    return out
-
-
 _Layout = tuple[dict[str, int], dict[int, npt.NDArray[np.intp]], set[str]]
 
 
@@ -286,7 +281,7 @@ def flaky_items(
         limit = threshold if math.isfinite(threshold) else math.inf
         for i, j in pairs:
             with np.errstate(invalid="ignore"):
-                d = _r3(matrix[at[j]] - matrix[at[i]])
+                d = round3(matrix[at[j]] - matrix[at[i]])
                 moves += np.abs(d) > limit
         keys = list(column)
         out[name] = frozenset(keys[c] for c in np.flatnonzero(moves >= k).tolist() if keys[c] not in dupes)

@@ -137,6 +137,8 @@ class HttpProvider(ABC):
     def __init__(self, *, api_key: str, base_url: str, transport: HttpTransport | None = None) -> None:
         self.api_key = api_key
         self.base_url = base_url.rstrip("/")
+        self.base_url_source: str | None = None
+        """The variable the base URL came from (``from_env`` with it set), for error messages."""
         self.transport = transport or HttpTransport(self.name, secrets=(api_key,))
 
     @classmethod
@@ -153,10 +155,35 @@ class HttpProvider(ABC):
     def from_env(cls, env: Mapping[str, str], transport: HttpTransport | None = None) -> Self:
         """Build from :attr:`key_env` and the optional :attr:`base_url_env`."""
         key = require_env(env, *cls.key_env, provider=cls.name)
-        return cls(
+        provider = cls(
             api_key=key,
             base_url=cls.configured_base_url(base_url_from(env, cls.base_url_env, cls.default_base_url)),
             transport=transport or transport_from_env(env, cls.name, key),
+        )
+        if env.get(cls.base_url_env, "").strip():
+            provider.base_url_source = cls.base_url_env
+        return provider
+
+    def _where(self, exc: ProviderError, url: str) -> ProviderError:
+        """``exc`` naming the URL requested and the variable that set it, when the URL is the
+        likely fault: no such route (404, 405) or no server there (no connection). A bare
+        ``HTTP 404: {"detail": "Not Found"}`` said neither."""
+        if exc.status not in (0, 404, 405) or (exc.status == 0 and "could not connect" not in exc.message):
+            return exc
+        source = (
+            f"{self.base_url_source}={self.base_url}"
+            if self.base_url_source
+            else f"the default base URL (set {self.base_url_env} to change it)"
+        )
+        if exc.status == 0:
+            return exc.with_note(f"; the URL comes from {source}")
+        usual = (
+            " (an OpenAI-compatible server usually serves under /v1)"
+            if self.base_url_env == "OPENAI_BASE_URL"
+            else ""
+        )
+        return exc.with_note(
+            f" — POST {url} has no such route; the URL comes from {source}: check its path{usual}"
         )
 
     @classmethod
@@ -194,13 +221,17 @@ class HttpProvider(ABC):
         self, request: ChatRequest, *, before_dispatch: Callable[[], None] | None = None
     ) -> ChatResponse:
         body = self.build_body(request)
-        result = self.transport.post_json(
-            self.endpoint(request),
-            headers=self.headers(),
-            body=body,
-            timeout=request.timeout or DEFAULT_TIMEOUT,
-            before_dispatch=before_dispatch,
-        )
+        url = self.endpoint(request)
+        try:
+            result = self.transport.post_json(
+                url,
+                headers=self.headers(),
+                body=body,
+                timeout=request.timeout or DEFAULT_TIMEOUT,
+                before_dispatch=before_dispatch,
+            )
+        except ProviderError as exc:
+            raise self._where(exc, url) from exc.__cause__
         try:
             reply = self.parse(result.body)
         except MalformedResponseError as exc:

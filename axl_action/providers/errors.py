@@ -46,6 +46,22 @@ class ProviderError(AxlError):
         """Whether at least one attempt left the process (it may have been billed)."""
         self.exchange = exchange
 
+    def with_note(self, note: str) -> ProviderError:
+        """The same error with ``note`` added to its message (where the request went)."""
+        out = ProviderError(
+            f"{self.message}{note}",
+            provider=self.provider,
+            status=self.status,
+            retryable=self.retryable,
+            request_id=self.request_id,
+            attempts=self.attempts,
+            dispatched=self.dispatched,
+            hint=self.hint,
+            exchange=self.exchange,
+        )
+        out.__cause__ = self.__cause__
+        return out
+
     @property
     def requestId(self) -> str | None:
         """Alias of ``request_id`` under the name the TS runner reads (spec §11)."""

@@ -187,6 +187,7 @@ def _live(
         # A denial has already retracted or settled the operation, making this a no-op.
         op.unknown("usage_missing")
         if not is_admission_denial(exc) and isinstance(exc, Exception):
+            table.note_call(model_uri, "failed")
             _capture(op, runtime, provider_name, model, getattr(exc, "exchange", None), exc)
         raise
     certified = settle(op, model_uri, response, table)
@@ -314,6 +315,7 @@ def settle(
 
     usage = response.usage.to_wire() if response.usage is not None else None
     if response.provider_cost is not None:
+        table.note_call(model_uri, "provider_cost")
         op.settle(response.provider_cost, usage or {}, response.cost_provenance)
         if op.state != "settled":
             return None
@@ -321,6 +323,7 @@ def settle(
         known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
         return CertifiedCost(usd=response.provider_cost, provenance=known)
     if response.usage is None:
+        table.note_call(model_uri, "no_usage")
         op.unknown("usage_missing")
         return None
     estimate = table.price(model_uri, response.usage)

@@ -112,6 +112,8 @@ class PricingTable:
         """The ``--pricing`` file, if any."""
         self._priced: set[str] = set()
         self._missed: dict[str, int] = {}
+        self._unusable: dict[str, dict[str, int]] = {}
+        """Model URI -> calls that could not be priced at all, by why (``no_usage``, ``failed``)."""
         self._lock = threading.Lock()
 
     @classmethod
@@ -159,6 +161,18 @@ class PricingTable:
                 self._priced.add(model_uri)
         return price_usage(entry, usage)
 
+    def note_call(self, model_uri: str, outcome: str) -> None:
+        """Record a call that never reached :meth:`price`: ``provider_cost`` (the provider
+        reported its cost), ``no_usage`` (a reply without token usage) or ``failed`` (no
+        reply). So a ``--pricing`` key for a model that was called is never said to match no
+        call. Off the hot path: a successful reply with usage goes through :meth:`price`."""
+        with self._lock:
+            if outcome == "provider_cost":
+                self._priced.add(model_uri)
+                return
+            why = self._unusable.setdefault(model_uri, {})
+            why[outcome] = why.get(outcome, 0) + 1
+
     def unpriced_calls(self) -> dict[str, int]:
         """Model URI -> calls with usage that could not be priced, since this table was made."""
         with self._lock:
@@ -170,7 +184,7 @@ class PricingTable:
         Only meaningful once something was called; empty before the first call.
         """
         with self._lock:
-            called = [*self._missed, *self._priced]
+            called = [*self._missed, *self._priced, *self._unusable]
         if not called:
             return {}
         out: dict[str, str | None] = {}
@@ -181,6 +195,38 @@ class PricingTable:
             close = exact_case or difflib.get_close_matches(key, called, n=1, cutoff=0.6)
             out[key] = close[0] if close else None
         return out
+
+    def override_warnings(self) -> list[str]:
+        """The ``--pricing`` warnings after a run: a key that matched no call (with the nearest
+        model that was called), and a key whose model was called but never priced (every call
+        reported no token usage or failed), which is not a typo and must not read as one."""
+        where = f"pricing file {self.override_path}"
+        lines = []
+        for key, nearest in self.unmatched_overrides().items():
+            hint = f'; did you mean "{nearest}"? Keys must match the model URI exactly' if nearest else ""
+            lines.append(f'[axl-eval] WARNING: {where}: "{key}" matched no call{hint}.')
+        with self._lock:
+            unusable = {
+                k: dict(v)
+                for k, v in self._unusable.items()
+                if k not in self._priced and k not in self._missed
+            }
+        for key in self.override_keys:
+            why = unusable.get(key)
+            if not why:
+                continue
+            calls = sum(why.values())
+            reasons = []
+            if why.get("no_usage"):
+                reasons.append(f"{why['no_usage']} reported no token usage")
+            if why.get("failed"):
+                reasons.append(f"{why['failed']} failed")
+            lines.append(
+                f'[axl-eval] WARNING: {where}: "{key}" matched {calls} call{"" if calls == 1 else "s"}, '
+                f"but none could be priced: {' and '.join(reasons)}. Their cost is unknown "
+                "(usage_missing); the price applies once the server reports usage."
+            )
+        return lines
 
 
 def _read_json(path: Path) -> Any:

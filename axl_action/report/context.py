@@ -125,7 +125,7 @@ def _scorer_rows(
                 baseline_mean=s.baseline_mean if s.baseline_scored > 0 else None,
                 candidate_mean=s.candidate_mean if s.candidate_scored > 0 else None,
                 delta=s.delta if both else None,
-                delta_percent=s.delta_percent if both else None,
+                delta_percent=s.delta_percent if both and not s.from_zero else None,
                 unscored=unscored_note(s),
                 ci_lower=s.ci.lower if s.ci else None,
                 ci_upper=s.ci.upper if s.ci else None,

@@ -1,20 +1,52 @@
-"""Numeric and text helpers with JavaScript semantics.
+"""Numeric and text helpers with JavaScript semantics: the one home of number formatting.
 
 axl-eval result files are written by JavaScript, and byte-for-byte compatibility depends on
 JS rounding (half toward +inf), floor-index percentiles and JS number-to-string rules.
 Python's defaults differ (banker's rounding, ``1.0`` vs ``1``, ``5e-05`` vs ``0.00005``).
+
+Each rule is here once: ``js_round`` (``Math.round``), ``round3``, ``to_fixed``
+(``Number.prototype.toFixed``), ``js_number`` (``String(x)``) and ``format_percent``. They are
+checked against node on a corpus of inexact decimal ties
+(``tests/fixtures/js-numbers/corpus.json``, ``tests/unit/schema/test_js_numbers_corpus.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
-def round3(x: float) -> float:
-    """JS ``Math.round(x * 1000) / 1000``: three decimals, ties toward +infinity."""
-    return math.floor(x * 1000 + 0.5) / 1000
+def js_round(x: float) -> int:
+    """JS ``Math.round``: the nearest integer, halves toward +infinity.
+
+    ``floor(x + 0.5)`` is one too high where ``x + 0.5`` rounds up in binary
+    (``0.49999999999999994``), so that case steps back (``r - 0.5`` is exact, ``r - x`` is not).
+    """
+    r = math.floor(x + 0.5)
+    return r - 1 if r - 0.5 > x else r
+
+
+@overload
+def round3(x: float) -> float: ...
+@overload
+def round3(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]: ...
+def round3(x: Any) -> Any:
+    """JS ``Math.round(x * 1000) / 1000``: three decimals, ties toward +infinity; negative zero
+    comes out as 0 (JS prints -0 as 0). Takes a float or a numpy array (element-wise)."""
+    if type(x) is float or type(x) is int:
+        return js_round(x * 1000) / 1000 + 0.0
+    import numpy as np  # an array was passed, so numpy is loaded
+
+    y = x * 1000
+    r = np.floor(y + 0.5)
+    r -= r - 0.5 > y
+    return r / 1000 + 0.0
 
 
 # The whole scores, as a reader of the written file gets them back: JSON says "1", not "1.0".
@@ -61,17 +93,28 @@ def sample_std(values: Sequence[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
 
 
-def _js_to_fixed1(x: float) -> str:
-    # JS toFixed breaks exact decimal ties upward; emulate with a decimal string round-trip.
-    from decimal import ROUND_HALF_UP, Decimal
+def to_fixed(x: float, digits: int) -> str:
+    """JS ``Number.prototype.toFixed``: the exact binary value rounded, ties away from zero,
+    -0 -> "0". ``(0.0015 * 100).toFixed(1)`` is "0.1": 0.15 is a little under 0.15 in binary."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        x = 0.0  # JS prints -0 without a sign
+    if abs(x) >= 1e21:  # JS spells these as String(x), exponent and all
+        return js_number(x)
+    # A negative value that rounds to zero keeps its sign, as in JS: (-0.0004).toFixed(3) is "-0.000".
+    return format(Decimal(x).quantize(_QUANTUM[digits], rounding=ROUND_HALF_UP), "f")
 
-    return str(Decimal(repr(x)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
+_QUANTUM = [Decimal(1).scaleb(-d) for d in range(101)]
 
 
 def format_percent(rate: float) -> str:
-    """``formatPercent``: 0.7374 -> '73.7%', 0.05 -> '5%', 1 -> '100%'."""
-    fixed = _js_to_fixed1(rate * 100)
-    return js_number(float(fixed)) + "%"
+    """``formatPercent``: ``${Number((rate * 100).toFixed(1))}%``: 0.7374 -> '73.7%', 0.05 ->
+    '5%', 1 -> '100%', 0.0015 -> '0.1%' (as node prints it)."""
+    return js_number(float(to_fixed(rate * 100, 1))) + "%"
 
 
 def js_number(x: float | int) -> str:

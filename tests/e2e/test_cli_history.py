@@ -98,7 +98,7 @@ def test_compare_with_history_and_threshold_auto(
     assert code == 1, err  # the judge dropped 0.4: far outside its band
     assert "  History: 8 baseline runs" in out
     assert (
-        "\n  judge   Δ −0." in out and "baseline runs vary ±0." in out and "(threshold from history)" in out
+        "\n  judge   Δ -0." in out and "baseline runs vary ±0." in out and "(threshold from history)" in out
     )
     data = json.loads(report.read_text())
     assert data["comparison"]["scorers"]["judge"]["thresholdSource"] == "history"

@@ -276,3 +276,72 @@ def test_a_mistyped_command_names_the_command_it_looks_like(
     (tmp_path / "compre").mkdir()
     assert main(["compre"]) == 1
     assert "compre: the directory holds no eval files" in capsys.readouterr().err
+
+
+UNUSABLE_EVAL = """\
+from axl_action import dataset, define_eval, scorer
+
+eval = define_eval(
+    "u", dataset("u", items=[{"input": {"id": f"q{i}"}} for i in range(2)]), [scorer("s", lambda o: 1.0)],
+    execute_workflow=lambda q, rt: {"output": rt.chat("openai:smollm2-135m", q["id"]).text},
+)
+"""
+
+
+def test_a_priced_model_whose_calls_could_not_be_priced_is_not_said_to_match_no_call(tmp_path: Path) -> None:
+    from tests.fakes.llm_servers import FakeLLMServer
+
+    path = write_eval(tmp_path, "unusable_eval.py", UNUSABLE_EVAL)
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps({"version": 1, "models": {"openai:smollm2-135m": {"input": 1, "output": 2}}})
+    )
+    with FakeLLMServer("openai") as server:
+        server.enqueue(server.no_usage("fine"), server.error(400, "bad request"))
+        run = axl(
+            str(path),
+            "--quiet",
+            "--pricing",
+            str(prices),
+            env={
+                "OPENAI_BASE_URL": server.base_url,
+                "OPENAI_API_KEY": "sk-test-" + "k" * 20,
+                "AXL_EVAL_CONCURRENCY": "1",
+            },
+        )
+    assert "matched no call" not in run.stderr, run.stderr
+    assert (
+        f'[axl-eval] WARNING: pricing file {prices}: "openai:smollm2-135m" matched 2 calls, but none could be '
+        "priced: 1 reported no token usage and 1 failed."
+    ) in run.stderr, run.stderr
+
+
+BASE_URL_EVAL = """\
+from axl_action import dataset, define_eval, scorer
+
+eval = define_eval(
+    "w", dataset("w", items=[{"input": {"id": f"q{i}"}} for i in range(3)]), [scorer("s", lambda o: 1.0)],
+    execute_workflow=lambda q, rt: {"output": rt.chat("openai:gpt-4o-mini", q["id"]).text},
+)
+"""
+
+
+def test_a_wrong_base_url_path_names_the_url_and_the_variable_and_costs_nothing(tmp_path: Path) -> None:
+    from tests.fakes.llm_servers import FakeLLMServer
+
+    path = write_eval(tmp_path, "base_url_eval.py", BASE_URL_EVAL)
+    key = {"OPENAI_API_KEY": "sk-test-" + "k" * 20, "AXL_EVAL_CONCURRENCY": "1"}
+    with FakeLLMServer("openai") as server:
+        server.enqueue(*[server.error(404, "Not Found")] * 3)
+        wrong = f"{server.base_url.removesuffix('/v1')}/api/v9"
+        run = axl(str(path), env={**key, "OPENAI_BASE_URL": wrong})
+    assert (
+        f"POST {wrong}/chat/completions has no such route; the URL comes from OPENAI_BASE_URL={wrong}: "
+        "check its path"
+    ) in run.stdout + run.stderr, run.stdout + run.stderr
+    assert "Cost: $0.00 (no call succeeded) |" in run.stdout, run.stdout
+    assert "Cost: unknown" not in run.stdout
+    # Nothing listens there: the same, for a refused connection.
+    refused = axl(str(path), env={**key, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert "the URL comes from OPENAI_BASE_URL=http://127.0.0.1:9/v1" in refused.stdout + refused.stderr
+    assert "Cost: $0.00 (no call succeeded) |" in refused.stdout, refused.stdout

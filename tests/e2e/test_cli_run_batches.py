@@ -40,7 +40,7 @@ def test_capture_requests_writes_a_sidecar_and_item_refs(tmp_path: Path) -> None
     out = tmp_path / "out" / "r.json"
     proc = axl(str(path), "--output", str(out), "--capture-requests")
     assert proc.returncode == 0, proc.stderr
-    assert "    mock:echo  wire " in proc.stdout and "(3 calls, mean/p95 per call)" in proc.stdout
+    assert "    mock:echo  (3 calls)\n      wire " in proc.stdout and "mean/p95 per call" in proc.stdout
     result = json.loads(out.read_text())
     manifest = result["diagnostics"]
     assert manifest["version"] == 1 and manifest["fidelity"] == "runtime_request"

@@ -2,9 +2,11 @@
 
 A loopback OpenAI-compatible server echoes the planted ``OPENAI_API_KEY``, a GitHub token and a
 plain (not key-shaped) token from the environment, raw, as a 12-character tail, URL-encoded,
-and as standard and URL-safe base64 of the value, of ``Bearer <value>`` and of
-``user:<value>`` at all three byte alignments, in completion text, error bodies and response
-headers. A real eval (``axl-eval run`` with request capture) and its reports (``axl-eval report``
+as lower- and upper-case hex (whole and a half), ``\\u``-escaped, and as standard and
+URL-safe base64 of the value, of ``Bearer <value>`` and of ``user:<value>`` at all three byte
+alignments, in completion text, error bodies and response headers. The workflow itself prints
+and logs the forms too (whole, split across two ``write()`` calls, through ``logging`` and
+through ``sys.stdout.buffer``). A real eval (``axl-eval run`` with request capture) and its reports (``axl-eval report``
 with HTML, comment and summary) run as subprocesses; every file they write and everything
 they print is scanned for every form. The count must be 0.
 """
@@ -27,8 +29,27 @@ from tests.fakes.llm_servers import FakeLLMServer, Reply
 ROOT = Path(__file__).resolve().parents[2]
 
 EVAL = """\
-import os
+import base64, logging, os, sys
 from axl_action import dataset, define_eval, scorer
+
+logging.basicConfig(level=logging.INFO)  # a handler made while the command runs
+_log = logging.getLogger("leaky")
+
+def _print_secrets():
+    for name in ("OPENAI_API_KEY", "GITHUB_TOKEN", "CUSTOM_GATEWAY_TOKEN"):
+        value = os.environ[name]
+        half = len(value) // 2
+        print("raw", value, "halves", value[:half], value[half:])
+        print("hex", value.encode().hex(), value.encode().hex().upper(), "half", value[half:].encode().hex())
+        print("bearer64", base64.b64encode(("Bearer " + value).encode()).decode(), file=sys.stderr)
+        sys.stdout.write("split " + value[:half])
+        sys.stdout.flush()
+        sys.stdout.write(value[half:] + "\\n")
+        sys.stderr.write("no newline " + value[:5])
+        sys.stderr.flush()
+        sys.stderr.write(value[5:] + "\\n")
+        sys.stdout.buffer.write(("bytes " + value + "\\n").encode())
+        _log.warning("logged %s and %s", value, value.encode().hex())
 
 def execute_workflow(input, runtime):
     if input["id"] == "crash":
@@ -41,6 +62,8 @@ def execute_workflow(input, runtime):
         raise RuntimeError(
             "workflow broke with " + os.environ["GITHUB_TOKEN"] + " / tail " + os.environ["OPENAI_API_KEY"][-12:]
         )
+    if input["id"] == "echo-ok":
+        _print_secrets()
     response = runtime.chat("openai:gpt-4o-mini", [{"role": "user", "content": input["id"]}])
     # The workflow itself also copies a credential from the environment into its output.
     return {"output": {"text": response.text, "debug": "gateway " + os.environ["CUSTOM_GATEWAY_TOKEN"]}}
@@ -67,7 +90,10 @@ def _stable_base64(data: bytes, offset: int, alphabet: bytes | None) -> str:
 
 def _echoes(value: str) -> list[str]:
     """The forms the server sends back, each embedded in a longer string."""
+    hexed = value.encode().hex()
+    escaped = "".join(f"\\u{ord(c):04x}" for c in value)
     out = [value, f"tail {value[-12:]}", quote(value, safe=""), quote_plus(value)]
+    out += [hexed, hexed.upper(), hexed[len(hexed) // 2 :], f"escaped {escaped}"]
     for wrapped in (value, f"Bearer {value}", f"user:{value}"):
         for pad in ("", "x", "xy"):
             data = (pad + wrapped + "!?").encode()
@@ -81,6 +107,8 @@ def _leak_needles(value: str) -> set[str]:
     stable middle of each base64 form at each alignment."""
     needles = {value[i : i + 8] for i in range(len(value) - 7)}
     needles |= {quote(value, safe=""), quote_plus(value)}
+    hexed = value.encode().hex()
+    needles |= {form[i : i + 16] for form in (hexed, hexed.upper()) for i in range(0, len(form) - 15, 2)}
     for wrapped in (value, f"Bearer {value}", f"user:{value}"):
         for offset in range(3):
             for alphabet in (None, b"-_"):
@@ -167,6 +195,9 @@ def test_no_derived_form_of_a_planted_secret_reaches_any_output(tmp_path: Path) 
         )
         assert crashed.returncode == -9, crashed.stderr
         runs.append(crashed)
+    # The workflow's own print, write and logging output reached the console (redacted).
+    assert "split [REDACTED]" in runs[0].stdout and "bytes [REDACTED]" in runs[0].stdout
+    assert "logged [REDACTED] and [REDACTED]" in runs[0].stderr and "no newline" in runs[0].stderr
     texts = {f"stdout/stderr of run {i}": p.stdout + p.stderr for i, p in enumerate(runs)}
     written = sorted(p for p in out.rglob("*") if p.is_file())
     assert {p.name for p in written} >= {

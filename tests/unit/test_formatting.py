@@ -71,7 +71,7 @@ def test_the_issue_pairs() -> None:
     assert usd_pair(0.00766, 0.00821) == ("$0.00766", "$0.00821")
     assert usd_pair(1.001, 1.004) == ("$1.001", "$1.004")
     assert usd_pair(0.08, 0.0742) == ("$0.0800", "$0.0742")
-    assert signed_usd(-0.0004) == "−$0.0004"
+    assert signed_usd(-0.0004) == "-$0.0004"
     assert signed_usd(0) == "$0.00"
 
 

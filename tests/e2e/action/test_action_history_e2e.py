@@ -116,7 +116,7 @@ def test_thirty_baselines_then_a_pr_shows_the_whole_history(h: Harness) -> None:
     )
     spark = re.search(r"\| judge \| ([▁▂▃▄▅▆▇█]{20}) ", judge_row)
     assert spark, judge_row
-    assert re.search(r"Δ −0\.\d{3}; baseline runs vary ±0\.\d{3} \(last 20\) · threshold 0\.\d{3}", judge_row)
+    assert re.search(r"Δ -0\.\d{3}; baseline runs vary ±0\.\d{3} \(last 20\) · threshold 0\.\d{3}", judge_row)
     # The judge dropped far beyond its measured band: a significant regression, and the gate fails.
     assert result.code == 1 and result.outputs["verdict"] == "fail", result.log
     assert "🔻 regressed" in body

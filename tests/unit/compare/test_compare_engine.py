@@ -281,7 +281,7 @@ def test_summary_without_significance_and_with_negative_delta() -> None:
     result = compare_results(base, cand, seeded())
     assert (
         result.summary
-        == "candidate 'q' regresses by -33.3% (0.90 -> 0.60) with 1 regressions and 0 improvements"
+        == "candidate 'q' regresses by -33.3% (0.90 -> 0.60) with 1 regression and 0 improvements"
     )
     assert (
         summarise({}, None, None, 0, 0)
@@ -390,3 +390,18 @@ def test_view_loading_rejects_bad_items(tmp_path: object) -> None:
     path.write_text(json.dumps([data, 3]))
     with pytest.raises(ResultFileError):
         load_for_compare(path)
+
+
+def test_a_change_from_a_zero_baseline_mean_has_no_percentage() -> None:
+    # The local-model walkthrough: 'one_word' scored 0 on every baseline item, 1 on the candidate.
+    base = make_run([{"one_word": 0.0}, {"one_word": 0.0}], types=DET)
+    cand = make_run([{"one_word": 1.0}, {"one_word": 1.0}], types=DET)
+    result = compare_results(base, cand, seeded())
+    scorer = result.scorers["one_word"]
+    assert scorer.delta_percent == 0 and scorer.from_zero  # the wire keeps the reference's 0
+    assert result.summary.startswith("candidate 'one_word' improves from 0 (0.00 -> 1.00)")
+    assert "+0.0%" not in result.summary and "with 0 regressions and 2 improvements" in result.summary
+    from axl_action.compare.console import format_compare
+
+    table = format_compare(result)
+    assert "+0.0%" not in table and " new" in table

@@ -64,11 +64,13 @@ def test_table_layout() -> None:
     assert lines[4] == "  na            --        --        --        --        --   (4 N/A)"
     # Every timing figure under its own header: mean, min, max, p50, p95.
     assert lines[5] == "  Timing     1.23s     0.00s     3.00s     1.10s     3.00s"
-    assert lines[6] == (
-        "    openai:gpt-4o  wire 910ms/1000ms · queued 38ms · retries 0ms · rate-limited 7×  (10 calls, mean/p95 per call)"
-    )
-    assert lines[7] == ""
-    assert lines[8] == "  Failures: 0/100 | Cost: $1.50 | Duration: 12.3s"
+    assert lines[6:9] == [
+        "  Model timing (mean/p95 per call):",
+        "    openai:gpt-4o  (10 calls)",
+        "      wire 910ms/1000ms · queued 38ms · retries 0ms · rate-limited 7×",
+    ]
+    assert lines[9] == ""
+    assert lines[10] == "  Failures: 0/100 | Cost: $1.50 | Duration: 12.3s"
 
 
 def test_cost_budget_coverage_and_causes_lines() -> None:
@@ -311,3 +313,51 @@ def test_legacy_file_counts_come_from_the_duration_heuristic() -> None:
     bounded = next(line for line in lines if line.startswith("  bounded"))
     assert bounded.endswith("(15/19 scored, 4 failed)")
     assert any("Cost: $0.043 (unverified)" in line for line in lines)
+
+
+def test_budget_skipped_and_cancelled_items_are_not_failures() -> None:
+    # 11 items budget-skipped, 1 cancelled, 2 failed: the summary's failures says 14, as TS does.
+    r = result(
+        failures=14,
+        count=20,
+        coverage={
+            "items": {
+                "completed": 6,
+                "failed": 2,
+                "cancelled": 1,
+                "budget_skipped": 11,
+                "budget_interrupted": 0,
+            }
+        },
+    )
+    text = console.format_table(wire_view(r))
+    assert "  Failures: 2/20 | Not run: 12 | Cost: " in text
+    assert "  Items: 6 completed, 2 failed, 1 cancelled, 11 budget-skipped" in text
+
+
+def test_model_timing_fits_80_columns_and_says_it_leaves_judge_calls_out() -> None:
+    stats_ms = {"mean": 12345.4, "min": 1, "max": 99999, "p50": 900, "p95": 98765}
+    r = result(
+        scorers={"judge": stats(0.5)},
+        modelTiming={
+            "openai:smollm2-135m": {
+                "calls": 40,
+                "wireMs": stats_ms,
+                "queuedMs": stats_ms,
+                "retryMs": stats_ms,
+                "firstTokenMs": stats_ms,
+                "firstTokenCalls": 40,
+                "rateLimitRetries": 12,
+            }
+        },
+    )
+    r["metadata"]["scorerTypes"] = {"judge": "llm"}
+    text = console.format_table(wire_view(r))
+    block = text.split("  Model timing", 1)[1].split("\n\n", 1)[0]
+    assert block.startswith(" (mean/p95 per call; judge calls not included):")
+    assert "first token 12345ms/98765ms" in block and "rate-limited 12×" in block
+    assert all(len(line) <= 80 for line in ("  Model timing" + block).split("\n")), block
+
+
+def test_a_one_item_eval_says_item() -> None:
+    assert console.format_table(wire_view(result(count=1))).startswith("Eval: qa-bot x qa (1 item)\n")

@@ -138,3 +138,30 @@ def test_add_mask_registers_and_annotations_summary_are_redacted() -> None:
     (summary,) = commands.summary_parts
     assert summary.startswith(f"| {REDACTED}") and len(summary) <= len(f"| {REDACTED}xx= |")
     assert masked not in redact(f"x {masked} y")
+
+
+def test_hex_forms_and_their_half_runs_are_redacted_in_either_case() -> None:
+    registry = SecretRegistry()
+    value = "plain-" + "Zq7Kx2Lm9Wp4Rt6Yv8Nb3Hc5"
+    registry.add(value)
+    hexed = value.encode().hex()
+    for text in (hexed, hexed.upper(), hexed[len(hexed) // 2 :], f"id={hexed[10:42].upper()};"):
+        out = registry.redact(f"debug {text} end")
+        assert REDACTED in out
+        assert not any(
+            form[i : i + 16] in out for form in (hexed, hexed.upper()) for i in range(0, len(form) - 15, 2)
+        )
+    # A commit hash and an 8-hex-digit fragment (4 bytes) are not taken for the secret.
+    assert registry.redact(f"at {hexed[:8]} and b7e0d64f") == f"at {hexed[:8]} and b7e0d64f"
+
+
+def test_a_unicode_escaped_key_is_redacted_and_other_escapes_kept() -> None:
+    registry = SecretRegistry()
+    value = "plain-" + "Zq7Kx2Lm9Wp4Rt6Yv8Nb3Hc5"
+    registry.add(value)
+    whole = "".join(f"\\u{ord(c):04x}" for c in value)
+    some = value[:3] + "".join(f"\\u{ord(c):04X}" for c in value[3:9]) + value[9:]
+    for text in (whole, some):
+        assert registry.redact(f'"said \\u00e9 {text}"') == f'"said \\u00e9 {REDACTED}"'
+    # Without a secret behind them, escapes stay as they are (JSON's meaning is kept).
+    assert registry.redact('"\\u0041\\u0042 \\u0022"') == '"\\u0041\\u0042 \\u0022"'

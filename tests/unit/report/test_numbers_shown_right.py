@@ -106,7 +106,7 @@ def test_small_cost_decrease_is_cheaper() -> None:
     baseline, candidate = _pair(0.001753 / N, 0.001281 / N)
     text, _ = _comment(baseline, candidate)
     assert "27% cheaper" in text
-    assert "- **Cost:** $0.00175 → $0.00128 (Δ −$0.000472, −26.9%)" in text
+    assert "- **Cost:** $0.00175 → $0.00128 (Δ -$0.000472, -26.9%)" in text
 
 
 def _unpriced(item: dict[str, Any]) -> dict[str, Any]:
@@ -221,3 +221,24 @@ def test_delta_chart_leaves_room_for_its_labels() -> None:
         if label.endswith(("inconclusive", "unchanged")):
             # 7 px per character is more than any 11px sans-serif glyph needs.
             assert float(x) + 7 * len(label) <= width, (label, x, width)
+
+
+def test_a_change_from_a_zero_baseline_mean_shows_no_percent_in_the_comment_and_html() -> None:
+    baseline = _run(
+        "b0000000-0000-4000-8000-000000000001",
+        [_item(i, gen=0.0, score=0.0) for i in range(N)],
+        "2026-11-30T12:00:00.000Z",
+    )
+    candidate = _run(
+        "c0000000-0000-4000-8000-000000000002",
+        [_item(i, gen=0.0, score=1.0) for i in range(N)],
+        "2026-11-30T13:00:00.000Z",
+    )
+    text, (ctx, comparison) = _comment(baseline, candidate)
+    assert comparison.scorers["exact"].from_zero
+    assert ctx.scorers[0].delta_percent is None
+    html = render_report_html(ctx, candidate, baseline, comparison)
+    for surface in (text, html):
+        assert "+0.0%" not in surface and "improves from 0 (0.00 -&gt; 1.00)" in surface.replace(
+            "->", "-&gt;"
+        )

@@ -67,12 +67,12 @@ def test_context_gets_bands_panel_and_flaky_marks(case: Case) -> None:
 def test_comment_shows_the_band_next_to_each_delta_and_one_row_per_scorer(case: Case) -> None:
     _, ctx = with_history(case, case_history(case, flaky=frozenset(regressed_keys(case)[:1])))
     text = render_comment(ctx)
-    assert re.search(r"\| exact \| [0-9.]+ \| [0-9.]+ \| [−+]?[0-9.]+ <sub>±0\.\d{3}</sub> \|", text), text
+    assert re.search(r"\| exact \| [0-9.]+ \| [0-9.]+ \| [-+]?[0-9.]+ <sub>±0\.\d{3}</sub> \|", text), text
     rows = [line for line in text.splitlines() if "baseline runs vary ±" in line]
     assert len(rows) == 4
     assert all(
         re.search(
-            r"\| [▁▂▃▄▅▆▇█]{8} \d\.\d{3}–\d\.\d{3} \| Δ [−+]?\d\.\d{3}; baseline runs vary ±\d\.\d{3} \(last 7\)",
+            r"\| [▁▂▃▄▅▆▇█]{8} \d\.\d{3}–\d\.\d{3} \| Δ [-+]?\d\.\d{3}; baseline runs vary ±\d\.\d{3} \(last 7\)",
             r,
         )
         for r in rows
