@@ -276,3 +276,25 @@ def test_a_mistyped_command_names_the_command_it_looks_like(
     (tmp_path / "compre").mkdir()
     assert main(["compre"]) == 1
     assert "compre: the directory holds no eval files" in capsys.readouterr().err
+
+
+JUDGED_EVAL = """\
+from axl_action import dataset, define_eval, llm_scorer
+from axl_action.providers import MockProvider, register_provider
+
+# Reports usage, no cost: the price table prices it, and it has no price for this model.
+register_provider("local", MockProvider(['{"score": 1, "reasoning": "ok"}'] * 40, cost=None))
+
+eval = define_eval(
+    "j", dataset("j", items=[{"input": {"id": f"q{i}"}} for i in range(40)]),
+    [llm_scorer("judge", "local:smollm2-135m", "Grade it.")],
+    execute_workflow=lambda q, rt: {"output": "answer"},
+)
+"""
+
+
+def test_the_unpriced_note_counts_each_judge_call_once(tmp_path: Path) -> None:
+    # Issue 25 item 12: the gateway and llm_scorer both priced a judge reply: "(80 calls)" for 40.
+    path = write_eval(tmp_path, "judged_eval.py", JUDGED_EVAL)
+    proc = axl(str(path), "--quiet")
+    assert "no price for local:smollm2-135m (40 calls)" in proc.stderr, proc.stderr
