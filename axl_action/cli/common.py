@@ -49,6 +49,16 @@ def budget_arg(raw: str) -> str:
     return raw
 
 
+def add_wait_flag(parser: argparse.ArgumentParser) -> None:
+    """``--wait``, for the commands that write a run journal (its lock: evals/journal.py)."""
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another process is still writing <output>.journal.jsonl (a run in its grace period, "
+        "another --resume), wait for it to end instead of refusing, then continue from what it left",
+    )
+
+
 def env_int(name: str) -> int | None:
     """A positive integer from the environment; malformed values are ignored (spec §7.2)."""
     raw = os.environ.get(name, "").strip()

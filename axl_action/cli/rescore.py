@@ -27,6 +27,7 @@ from axl_action.cli.common import (
     ArgParser,
     HardStop,
     Interrupt,
+    add_wait_flag,
     budget_arg,
     env_int,
     grace_seconds,
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the interrupted rescore recorded in <output>.journal.jsonl: items it rescored are "
         "neither scored nor paid for again",
     )
+    add_wait_flag(parser)
     parser.add_argument(
         "--grace-period",
         metavar="S",
@@ -178,7 +180,9 @@ def _journal(args: argparse.Namespace) -> JournalSession:
     from axl_action.evals.journal import JournalSession, flags_of
 
     flags = flags_of(budget=args.budget, pricing=args.pricing)
-    return JournalSession(Path(args.output), command="rescore", flags=flags, resume=args.resume)
+    return JournalSession(
+        Path(args.output), command="rescore", flags=flags, resume=args.resume, wait=args.wait
+    )
 
 
 def _hard_stop(

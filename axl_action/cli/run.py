@@ -26,6 +26,7 @@ from axl_action.cli.common import (
     ArgParser,
     HardStop,
     Interrupt,
+    add_wait_flag,
     budget_arg,
     env_int,
     grace_seconds,
@@ -113,8 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="continue the interrupted run recorded in <output>.journal.jsonl: its settled items are "
-        "neither run nor paid for again (a fresh run when there is no journal)",
+        "neither run nor paid for again; without a journal, the results file <output> is continued "
+        "instead (only its budget-skipped, interrupted and cancelled items run)",
     )
+    parser.add_argument(
+        "--resume-failed",
+        action="store_true",
+        help="--resume, and also run the items that failed again (their earlier spend still counts)",
+    )
+    add_wait_flag(parser)
     parser.add_argument(
         "--grace-period",
         metavar="S",
@@ -160,6 +168,7 @@ def run(argv: list[str]) -> int:
     if not args.paths:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
     check_capture_flags(args)
+    args.resume = args.resume or args.resume_failed
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
     output_file(args.output)
@@ -210,7 +219,14 @@ def _journal(args: argparse.Namespace) -> JournalSession:
         pricing=args.pricing,
         max_item_error_rate=args.max_item_error_rate,
     )
-    return JournalSession(Path(args.output), command="run", flags=flags, resume=args.resume)
+    return JournalSession(
+        Path(args.output),
+        command="run",
+        flags=flags,
+        resume=args.resume,
+        retry_failed=args.resume_failed,
+        wait=args.wait,
+    )
 
 
 def _hard_stop(stop: HardStop, args: argparse.Namespace, session: JournalSession | None) -> int:
