@@ -140,8 +140,16 @@ class Interrupt:
     """Set by the hard stop: cancel the scorers of items in flight."""
     signum: int | None = None
     previous: dict[int, Any] = field(default_factory=dict)
+    in_flight: dict[str, int] = field(default_factory=dict)
+    """Result id -> items still in flight when the hard stop left them (see :meth:`abandoned`)."""
     _settled: threading.Event = field(default_factory=threading.Event)
     _expired: bool = False
+
+    def abandoned(self, result_id: str, count: int) -> None:
+        """The runner's ``on_abandoned``: ``count`` items of ``result_id`` were in flight when
+        the hard stop came. Their workflows and judges may have made calls the providers bill;
+        the command says so, and stamps it in the partial result (``abandoned_note``)."""
+        self.in_flight[result_id] = self.in_flight.get(result_id, 0) + count
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.abort.is_set():
@@ -202,6 +210,25 @@ class Interrupt:
     @property
     def exit_code(self) -> int:
         return 128 + self.signum if self.signum is not None else 0
+
+
+def abandoned_note(interrupt: Interrupt, results: list[dict[str, Any]]) -> str | None:
+    """After a hard stop: stamp ``metadata.recovered.itemsInFlight`` (and
+    ``inFlightMayBeBilled``) in the result the items in flight belonged to, and return the
+    console line naming them (``None`` when none was in flight)."""
+    for result in results:
+        recovered = result.get("metadata", {}).get("recovered")
+        if isinstance(recovered, dict):
+            count = interrupt.in_flight.get(result.get("id", ""), 0)
+            recovered["itemsInFlight"] = count
+            recovered["inFlightMayBeBilled"] = count > 0
+    total = sum(interrupt.in_flight.values())
+    if not total:
+        return None
+    return (
+        f"[axl-eval] {total} item(s) were still in flight and are abandoned: the calls they had made may "
+        "have been billed, and no result holds them; --resume runs them again."
+    )
 
 
 def tolerant_console() -> None:

@@ -13,6 +13,7 @@ settles (``evals/journal.py``); ``--resume`` continues an interrupted run from i
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 import uuid
@@ -26,6 +27,7 @@ from axl_action.cli.common import (
     ArgParser,
     HardStop,
     Interrupt,
+    abandoned_note,
     add_wait_flag,
     budget_arg,
     env_int,
@@ -194,7 +196,7 @@ def run(argv: list[str]) -> int:
                 write_results(Path(args.output), results, as_list=len(results) != 1)
                 written = True
         except HardStop as stop:
-            return _hard_stop(stop, args, session)
+            return _hard_stop(stop, args, session, interrupt)
         finally:
             if session is not None:
                 session.finish(complete=written and interrupt.signum is None and not session.incomplete)
@@ -229,12 +231,19 @@ def _journal(args: argparse.Namespace) -> JournalSession:
     )
 
 
-def _hard_stop(stop: HardStop, args: argparse.Namespace, session: JournalSession | None) -> int:
-    """Write what has settled (from the journal) and return the signal's exit code."""
+def _hard_stop(
+    stop: HardStop, args: argparse.Namespace, session: JournalSession | None, interrupt: Interrupt
+) -> int:
+    """Write what has settled (from the journal), say what was abandoned in flight, and return
+    the signal's exit code."""
+    note = abandoned_note(interrupt, [])
 
     def write(results: list[dict[str, Any]]) -> None:
+        abandoned_note(interrupt, results)
         write_results(Path(args.output), results, as_list=len(results) != 1)
 
+    if note is not None:
+        print(note, file=sys.stderr, flush=True)
     return write_on_hard_stop(stop, args.output, session, write, what="settled", before="settled")
 
 
@@ -332,6 +341,7 @@ def _run_one(
             on_settled=started.on_settled if started is not None else None,
             completed=resumed.completed if resumed is not None else None,
             prior_accounting=resumed.prior_accounting if resumed is not None else (),
+            on_abandoned=functools.partial(interrupt.abandoned, result_id),
         )
         stamp_resumed(record.wire, resumed)
         if args.scorers:

@@ -24,6 +24,7 @@ import pytest
 from tests.e2e.test_cli_run_journal import (
     COUNTED_EVAL,
     PAID_EVAL,
+    SLOW_EVAL,
     _answered_items,
     _axl,
     _calls,
@@ -286,3 +287,32 @@ def test_a_lock_file_left_by_a_dead_process_is_taken_over(tmp_path: Path) -> Non
     )
     assert proc.returncode == 0, proc.stderr
     assert not lock.exists()
+
+
+# ------------------------------------------------------------------------------ double SIGTERM
+
+
+def test_a_double_sigterm_names_the_items_it_abandons_in_flight(tmp_path: Path) -> None:
+    (tmp_path / "slow_eval.py").write_text(SLOW_EVAL)
+    calls = tmp_path / "calls.log"
+    out = tmp_path / "results.json"
+    journal = tmp_path / "results.json.journal.jsonl"
+    proc = _start(
+        ["slow_eval.py", "--output", str(out), "--quiet"], _env(CALLS=str(calls), STUCK="1"), tmp_path
+    )
+    # Items 3 and 9 take 10 s: once both started and 5 items settled, they are in flight.
+    _wait_for(lambda: len(_item_lines(journal)) >= 5 and 9 in _calls(calls), proc, "5 settled items")
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    data = json.loads(out.read_text())
+    settled = {i["input"] for i in data["items"]}
+    abandoned = set(_calls(calls)) - settled
+    assert {3, 9} <= abandoned
+    line = f"[axl-eval] {len(abandoned)} item(s) were still in flight and are abandoned: the calls they had made may have been billed"
+    assert line in stderr, stderr
+    recovered = data["metadata"]["recovered"]
+    assert recovered["itemsInFlight"] == len(abandoned)
+    assert recovered["inFlightMayBeBilled"] is True
