@@ -255,7 +255,8 @@ def test_two_resumes_at_once_never_run_an_item_twice_and_wait_waits(tmp_path: Pa
     crashed.communicate(timeout=30)
     settled = {line["item"]["input"] for line in _item_lines(journal)}
 
-    one = _start([*args, "--resume"], env, tmp_path)
+    # Slower items now, so that the first resume is surely still running while the others start.
+    one = _start([*args, "--resume"], {**env, "ITEM_SLEEP": "0.4"}, tmp_path)
     _wait_for(lambda: len(_item_lines(journal)) > len(settled), one, "the first resume to run items")
     refused = _axl([*args, "--resume"], env, tmp_path)
     assert refused.returncode == 1 and f"pid {one.pid}" in refused.stderr, refused.stderr
