@@ -283,17 +283,21 @@ def pricing_notes(table: Any) -> list[str]:
     return lines
 
 
-def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) -> Any:
+def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False, resume: bool = False) -> Any:
+    """The capture sink of one result: ``.<sidecar>.<result id>.part``, joined at the end. A
+    resumed result keeps its id, so ``resume`` appends to the part an interrupted process of
+    it left (``docs/durability.md``)."""
     from axl_action.providers.capture import CaptureSink, sidecar_path
 
     part = sidecar_path(output).with_name(f".{sidecar_path(output).name}.{result_id}.part")
-    sink = CaptureSink(part, redact_content=redact_content)
+    sink = CaptureSink(part, redact_content=redact_content, append=resume)
     sink.artifact_id = f"art_{result_id}"  # type: ignore[attr-defined]
     return sink
 
 
-def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
-    """Concatenate the per-result capture files into ``<output>.requests.jsonl``."""
+def join_sidecar(output: Path, results: list[dict[str, Any]], *, append: bool = False) -> None:
+    """Concatenate the per-result capture files into ``<output>.requests.jsonl``; ``append``
+    (a resumed run) keeps the records an earlier attempt joined there, before the new ones."""
     if not any(r.get("diagnostics") for r in results):
         return  # nothing was captured (and a run that made no call never loads the providers)
     from axl_action.providers.capture import sidecar_path
@@ -305,6 +309,8 @@ def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
         return
     tmp = target.with_name(f".{target.name}.tmp")
     with tmp.open("w", encoding="utf-8") as out:
+        if append and target.exists():
+            out.write(target.read_text(encoding="utf-8"))
         for part in existing:
             out.write(part.read_text(encoding="utf-8"))
             part.unlink()
@@ -335,7 +341,12 @@ def output_file(raw: str | None) -> Path | None:
 
 
 def write_results(
-    output: Path, results: list[dict[str, Any]], *, as_list: bool, what: str = "results"
+    output: Path,
+    results: list[dict[str, Any]],
+    *,
+    as_list: bool,
+    what: str = "results",
+    append_capture: bool = False,
 ) -> None:
     """Write wire results (one object, or an array when ``as_list``) and join the capture sidecar.
 
@@ -361,4 +372,4 @@ def write_results(
             hint="check that the directory is writable, or pass another --output",
         ) from None
     print(f"{what[0].upper()}{what[1:]} saved to {output}")
-    join_sidecar(output, results)
+    join_sidecar(output, results, append=append_capture)

@@ -155,7 +155,13 @@ def run(argv: list[str]) -> int:
             for view in views:
                 print("\n" + console.format_table(view) + "\n")
             if args.output and rescored:
-                write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
+                write_results(
+                    Path(args.output),
+                    rescored,
+                    as_list=source.is_list,
+                    what="rescored results",
+                    append_capture=args.resume,
+                )
                 written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session, as_list=source.is_list)
@@ -231,7 +237,9 @@ def _rescore_all(
         sink = None
         records = None
         if args.capture_requests:
-            sink = sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            sink = sidecar_sink(
+                Path(args.output), result_id, redact_content=args.redact_content, resume=args.resume
+            )
             records = source_records(Path(source_file.path), source, only_referenced=source_file.is_list)
         try:
             result = execute_rescore(

@@ -193,7 +193,9 @@ def run(argv: list[str]) -> int:
             results, failed = _run_files(files, args, runtime, interrupt, session)
             interrupt.settle()
             if args.output and results:
-                write_results(Path(args.output), results, as_list=len(results) != 1)
+                write_results(
+                    Path(args.output), results, as_list=len(results) != 1, append_capture=args.resume
+                )
                 written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session, interrupt)
@@ -325,7 +327,7 @@ def _run_one(
         resumed = started.resumed if started is not None else None
         result_id = plan.facts.result_id
         sink = (
-            sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content, resume=args.resume)
             if args.capture_requests
             else None
         )

@@ -317,3 +317,66 @@ def test_a_double_sigterm_names_the_items_it_abandons_in_flight(tmp_path: Path) 
     recovered = data["metadata"]["recovered"]
     assert recovered["itemsInFlight"] == len(abandoned)
     assert recovered["inFlightMayBeBilled"] is True
+
+
+# ------------------------------------------------------------------ --resume --capture-requests
+
+
+def _captured_calls(sidecar: Path) -> list[tuple[int, str]]:
+    """(item, operation id) of every model call whose end record reached the sidecar. Not a set
+    of operation ids: each process numbers its operations from 1."""
+    records = [json.loads(line) for line in sidecar.read_text().splitlines() if line.strip()]
+    return [(r["caseIndex"], r["operationId"]) for r in records if r.get("phase") in ("end", None)]
+
+
+def test_resume_with_capture_keeps_the_interrupted_runs_records(tmp_path: Path, model: FakeLLMServer) -> None:
+    (tmp_path / "paid_eval.py").write_text(PAID_EVAL)
+    out = tmp_path / "results.json"
+    journal = tmp_path / "results.json.journal.jsonl"
+    sidecar = tmp_path / "results.requests.jsonl"
+    env = _paid_env(model, PAID_ITEMS="120", PAID_CONCURRENCY="4", AXL_EVAL_JOURNAL_FLUSH_MS="600000")
+    args = ["paid_eval.py", "--output", str(out), "--quiet", "--capture-requests"]
+    model.hold_after(40)
+    proc = _start(args, env, tmp_path)
+    _wait_for(lambda: len(_item_lines(journal)) >= 40, proc, "40 journaled items")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    journaled = {line["index"] for line in _item_lines(journal)}
+    assert len(journaled) >= 40
+    model.drop_held()
+    resumed = _axl([*args, "--resume"], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    # Every call a provider answered, in either process, has its record in the one sidecar.
+    captured = _captured_calls(sidecar)
+    assert len(captured) == len(model.answered) == 120
+    assert journaled <= {index for index, _ in captured}
+
+    # A run that finished, resumed with capture: nothing runs, and nothing captured is lost.
+    before = sidecar.read_bytes()
+    again = _axl([*args, "--resume"], env, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert sidecar.read_bytes() == before
+
+
+def test_resume_after_a_budget_stop_appends_to_the_capture(tmp_path: Path, model: FakeLLMServer) -> None:
+    (tmp_path / "paid_eval.py").write_text(PAID_EVAL)
+    env = _paid_env(model, PAID_ITEMS="60", PAID_CONCURRENCY="1")
+    per_call = _per_call_cost(tmp_path, env)
+    model.answered.clear()
+    out = tmp_path / "results.json"
+    sidecar = tmp_path / "results.requests.jsonl"
+    args = ["paid_eval.py", "--output", str(out), "--quiet", "--capture-requests"]
+    _axl([*args, "--budget", f"${per_call * 20.5:.12f}"], env, tmp_path)
+    first = _captured_calls(sidecar)
+    assert len(first) == len(model.answered) >= 15
+    resumed = _axl([*args, "--resume", "--budget", "$1"], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    both = _captured_calls(sidecar)
+    assert both[: len(first)] == first and len(both) == len(model.answered)
+    # The carried items still point at their records.
+    ops = {
+        op["operationId"]
+        for item in json.loads(out.read_text())["items"]
+        for op in (item.get("diagnostics") or {}).get("operations", [])
+    }
+    assert {op for _, op in first} & ops
