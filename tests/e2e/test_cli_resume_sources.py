@@ -380,3 +380,30 @@ def test_resume_after_a_budget_stop_appends_to_the_capture(tmp_path: Path, model
         for op in (item.get("diagnostics") or {}).get("operations", [])
     }
     assert {op for _, op in first} & ops
+
+
+TWO_EVALS = """\
+from axl_action import dataset, define_eval, scorer
+
+first = define_eval("first", dataset("first", items=[{"input": n} for n in range(3)]),
+                    [scorer("s", lambda output: 1.0)], execute_workflow=lambda v, rt: {"output": v})
+second = define_eval("second", dataset("second", items=[{"input": n} for n in range(4)]),
+                     [scorer("s", lambda output: 1.0)], execute_workflow=lambda v, rt: {"output": v})
+"""
+
+
+def test_results_no_eval_of_the_command_took_are_kept_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "two_eval.py").write_text(TWO_EVALS)
+    (tmp_path / "one_eval.py").write_text(TWO_EVALS.split("second =")[0])
+    out = tmp_path / "results.json"
+    assert _axl(["two_eval.py", "--output", str(out), "--quiet"], _env(), tmp_path).returncode == 0
+    before = out.read_bytes()
+    assert len(json.loads(before)) == 2
+    proc = _axl(["one_eval.py", "--output", str(out), "--quiet", "--resume"], _env(), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    kept = tmp_path / "results.json.before-resume"
+    assert (
+        f"1 result(s) of the earlier results.json matched no eval this command ran; that file was kept as {kept}"
+        in proc.stderr
+    )
+    assert kept.read_bytes() == before
