@@ -49,6 +49,16 @@ def budget_arg(raw: str) -> str:
     return raw
 
 
+def add_wait_flag(parser: argparse.ArgumentParser) -> None:
+    """``--wait``, for the commands that write a run journal (its lock: evals/journal.py)."""
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another process is still writing <output>.journal.jsonl (a run in its grace period, "
+        "another --resume), wait for it to end instead of refusing, then continue from what it left",
+    )
+
+
 def env_int(name: str) -> int | None:
     """A positive integer from the environment; malformed values are ignored (spec §7.2)."""
     raw = os.environ.get(name, "").strip()
@@ -130,8 +140,16 @@ class Interrupt:
     """Set by the hard stop: cancel the scorers of items in flight."""
     signum: int | None = None
     previous: dict[int, Any] = field(default_factory=dict)
+    in_flight: dict[str, int] = field(default_factory=dict)
+    """Result id -> items still in flight when the hard stop left them (see :meth:`abandoned`)."""
     _settled: threading.Event = field(default_factory=threading.Event)
     _expired: bool = False
+
+    def abandoned(self, result_id: str, count: int) -> None:
+        """The runner's ``on_abandoned``: ``count`` items of ``result_id`` were in flight when
+        the hard stop came. Their workflows and judges may have made calls the providers bill;
+        the command says so, and stamps it in the partial result (``abandoned_note``)."""
+        self.in_flight[result_id] = self.in_flight.get(result_id, 0) + count
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.abort.is_set():
@@ -194,6 +212,25 @@ class Interrupt:
         return 128 + self.signum if self.signum is not None else 0
 
 
+def abandoned_note(interrupt: Interrupt, results: list[dict[str, Any]]) -> str | None:
+    """After a hard stop: stamp ``metadata.recovered.itemsInFlight`` (and
+    ``inFlightMayBeBilled``) in the result the items in flight belonged to, and return the
+    console line naming them (``None`` when none was in flight)."""
+    for result in results:
+        recovered = result.get("metadata", {}).get("recovered")
+        if isinstance(recovered, dict):
+            count = interrupt.in_flight.get(result.get("id", ""), 0)
+            recovered["itemsInFlight"] = count
+            recovered["inFlightMayBeBilled"] = count > 0
+    total = sum(interrupt.in_flight.values())
+    if not total:
+        return None
+    return (
+        f"[axl-eval] {total} item(s) were still in flight and are abandoned: the calls they had made may "
+        "have been billed, and no result holds them; --resume runs them again."
+    )
+
+
 def tolerant_console() -> None:
     """Text that is not valid Unicode (a lone surrogate in a model's output, echoed in a scorer
     error or a table) must not crash the console after the items ran: print a replacement."""
@@ -242,17 +279,21 @@ def pricing_notes(table: Any) -> list[str]:
     return lines
 
 
-def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False) -> Any:
+def sidecar_sink(output: Path, result_id: str, *, redact_content: bool = False, resume: bool = False) -> Any:
+    """The capture sink of one result: ``.<sidecar>.<result id>.part``, joined at the end. A
+    resumed result keeps its id, so ``resume`` appends to the part an interrupted process of
+    it left (``docs/durability.md``)."""
     from axl_action.providers.capture import CaptureSink, sidecar_path
 
     part = sidecar_path(output).with_name(f".{sidecar_path(output).name}.{result_id}.part")
-    sink = CaptureSink(part, redact_content=redact_content)
+    sink = CaptureSink(part, redact_content=redact_content, append=resume)
     sink.artifact_id = f"art_{result_id}"  # type: ignore[attr-defined]
     return sink
 
 
-def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
-    """Concatenate the per-result capture files into ``<output>.requests.jsonl``."""
+def join_sidecar(output: Path, results: list[dict[str, Any]], *, append: bool = False) -> None:
+    """Concatenate the per-result capture files into ``<output>.requests.jsonl``; ``append``
+    (a resumed run) keeps the records an earlier attempt joined there, before the new ones."""
     if not any(r.get("diagnostics") for r in results):
         return  # nothing was captured (and a run that made no call never loads the providers)
     from axl_action.providers.capture import sidecar_path
@@ -264,6 +305,8 @@ def join_sidecar(output: Path, results: list[dict[str, Any]]) -> None:
         return
     tmp = target.with_name(f".{target.name}.tmp")
     with tmp.open("w", encoding="utf-8") as out:
+        if append and target.exists():
+            out.write(target.read_text(encoding="utf-8"))
         for part in existing:
             out.write(part.read_text(encoding="utf-8"))
             part.unlink()
@@ -294,7 +337,12 @@ def output_file(raw: str | None) -> Path | None:
 
 
 def write_results(
-    output: Path, results: list[dict[str, Any]], *, as_list: bool, what: str = "results"
+    output: Path,
+    results: list[dict[str, Any]],
+    *,
+    as_list: bool,
+    what: str = "results",
+    append_capture: bool = False,
 ) -> None:
     """Write wire results (one object, or an array when ``as_list``) and join the capture sidecar.
 
@@ -320,4 +368,4 @@ def write_results(
             hint="check that the directory is writable, or pass another --output",
         ) from None
     print(f"{what[0].upper()}{what[1:]} saved to {output}")
-    join_sidecar(output, results)
+    join_sidecar(output, results, append=append_capture)

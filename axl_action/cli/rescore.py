@@ -35,6 +35,7 @@ from axl_action.cli.common import (
     ArgParser,
     HardStop,
     Interrupt,
+    add_wait_flag,
     budget_arg,
     env_int,
     grace_seconds,
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the interrupted rescore recorded in <output>.journal.jsonl: items it rescored are "
         "neither scored nor paid for again",
     )
+    add_wait_flag(parser)
     parser.add_argument(
         "--grace-period",
         metavar="S",
@@ -163,7 +165,13 @@ def run(argv: list[str]) -> int:
             for view in views:
                 print("\n" + console.format_table(view) + "\n")
             if args.output and rescored:
-                write_results(Path(args.output), rescored, as_list=source.is_list, what="rescored results")
+                write_results(
+                    Path(args.output),
+                    rescored,
+                    as_list=source.is_list,
+                    what="rescored results",
+                    append_capture=args.resume,
+                )
                 written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session, as_list=source.is_list)
@@ -188,7 +196,9 @@ def _journal(args: argparse.Namespace) -> JournalSession:
     from axl_action.evals.journal import JournalSession, flags_of
 
     flags = flags_of(budget=args.budget, pricing=args.pricing)
-    return JournalSession(Path(args.output), command="rescore", flags=flags, resume=args.resume)
+    return JournalSession(
+        Path(args.output), command="rescore", flags=flags, resume=args.resume, wait=args.wait
+    )
 
 
 def _hard_stop(
@@ -237,7 +247,9 @@ def _rescore_all(
         sink = None
         records = None
         if args.capture_requests:
-            sink = sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            sink = sidecar_sink(
+                Path(args.output), result_id, redact_content=args.redact_content, resume=args.resume
+            )
             records = source_records(Path(source_file.path), source, only_referenced=source_file.is_list)
         try:
             cache = runtime.cache

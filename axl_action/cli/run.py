@@ -13,6 +13,7 @@ settles (``evals/journal.py``); ``--resume`` continues an interrupted run from i
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -34,6 +35,8 @@ from axl_action.cli.common import (
     ArgParser,
     HardStop,
     Interrupt,
+    abandoned_note,
+    add_wait_flag,
     budget_arg,
     env_int,
     grace_seconds,
@@ -121,8 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="continue the interrupted run recorded in <output>.journal.jsonl: its settled items are "
-        "neither run nor paid for again (a fresh run when there is no journal)",
+        "neither run nor paid for again; without a journal, the results file <output> is continued "
+        "instead (only its budget-skipped, interrupted and cancelled items run)",
     )
+    parser.add_argument(
+        "--resume-failed",
+        action="store_true",
+        help="--resume, and also run the items that failed again (their earlier spend still counts)",
+    )
+    add_wait_flag(parser)
     parser.add_argument(
         "--grace-period",
         metavar="S",
@@ -169,6 +179,7 @@ def run(argv: list[str]) -> int:
     if not args.paths:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
     check_capture_flags(args)
+    args.resume = args.resume or args.resume_failed
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
     output_file(args.output)
@@ -192,10 +203,12 @@ def run(argv: list[str]) -> int:
             results, failed = _run_files(files, args, runtime, interrupt, session)
             interrupt.settle()
             if args.output and results:
-                write_results(Path(args.output), results, as_list=len(results) != 1)
+                write_results(
+                    Path(args.output), results, as_list=len(results) != 1, append_capture=args.resume
+                )
                 written = True
         except HardStop as stop:
-            return _hard_stop(stop, args, session)
+            return _hard_stop(stop, args, session, interrupt)
         finally:
             if session is not None:
                 session.finish(complete=written and interrupt.signum is None and not session.incomplete)
@@ -220,15 +233,29 @@ def _journal(args: argparse.Namespace) -> JournalSession:
         pricing=args.pricing,
         max_item_error_rate=args.max_item_error_rate,
     )
-    return JournalSession(Path(args.output), command="run", flags=flags, resume=args.resume)
+    return JournalSession(
+        Path(args.output),
+        command="run",
+        flags=flags,
+        resume=args.resume,
+        retry_failed=args.resume_failed,
+        wait=args.wait,
+    )
 
 
-def _hard_stop(stop: HardStop, args: argparse.Namespace, session: JournalSession | None) -> int:
-    """Write what has settled (from the journal) and return the signal's exit code."""
+def _hard_stop(
+    stop: HardStop, args: argparse.Namespace, session: JournalSession | None, interrupt: Interrupt
+) -> int:
+    """Write what has settled (from the journal), say what was abandoned in flight, and return
+    the signal's exit code."""
+    note = abandoned_note(interrupt, [])
 
     def write(results: list[dict[str, Any]]) -> None:
+        abandoned_note(interrupt, results)
         write_results(Path(args.output), results, as_list=len(results) != 1)
 
+    if note is not None:
+        print(note, file=sys.stderr, flush=True)
     return write_on_hard_stop(stop, args.output, session, write, what="settled", before="settled")
 
 
@@ -310,7 +337,7 @@ def _run_one(
         resumed = started.resumed if started is not None else None
         result_id = plan.facts.result_id
         sink = (
-            sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content)
+            sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content, resume=args.resume)
             if args.capture_requests
             else None
         )
@@ -327,6 +354,7 @@ def _run_one(
             on_settled=started.on_settled if started is not None else None,
             completed=resumed.completed if resumed is not None else None,
             prior_accounting=resumed.prior_accounting if resumed is not None else (),
+            on_abandoned=functools.partial(interrupt.abandoned, result_id),
         )
         stamp_resumed(record.wire, resumed)
         if cache is not None:

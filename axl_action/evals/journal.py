@@ -37,6 +37,7 @@ Per item on the hot path this costs one serialisation of its line (``dumps_line_
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import os
 import sys
@@ -62,6 +63,7 @@ from axl_action.schema.journal import (
     JournalSegment,
     RunFacts,
     RunGroup,
+    ShardFacts,
 )
 from axl_action.schema.jsonio import dumps_line_bytes
 
@@ -626,6 +628,248 @@ def _elapsed_ms(started: str, path: Path) -> int:
         return 0
 
 
+# ------------------------------------------------------- the results file as a resume source
+
+
+@dataclass
+class EarlierResults:
+    """The results file of an earlier attempt, read as a journal is: when a run finished, was
+    stopped by its budget, or was killed after its journal was deleted, ``--resume`` continues
+    from it. Its results pair with the command's results in order (the same command makes
+    them in the same order), each checked as a journal segment is before any item runs."""
+
+    path: Path
+    raw: bytes
+    results: list[dict[str, Any]]
+    taken: int = 0
+
+    def take(self, facts: RunFacts, label: str, group: RunGroup | None) -> SegmentRecord:
+        """The next result as a journal segment record; refuses one that is not this eval's."""
+        number = self.taken
+        if number >= len(self.results):
+            raise self._refuse(
+                f"it holds {len(self.results)} result(s) and this command makes more (eval {label})"
+            )
+        result = self.results[number]
+        self.taken += 1
+        meta = result["metadata"]
+        if meta.get("recovered"):
+            raise self._refuse(
+                "it was written from a journal after a hard stop; resume from that journal "
+                f"({journal_path(self.path).name}), which --resume uses when it is there"
+            )
+        if result.get("dataset") != facts.dataset:
+            raise JournalError(
+                _mismatch(
+                    self.path,
+                    f"the dataset name of eval {label} changed",
+                    result.get("dataset"),
+                    facts.dataset,
+                ).message,
+                hint=_RESULTS_HINT,
+            )
+        run_index = meta.get("runIndex")
+        want = group.index if group is not None else None
+        if run_index != want:
+            raise JournalError(
+                _mismatch(self.path, "--runs differs", _runs_of(run_index), _runs_of(want)).message,
+                hint=_RESULTS_HINT,
+            )
+        try:
+            shard = ShardFacts.model_validate(meta["shard"]) if meta.get("shard") is not None else None
+        except ValidationError:
+            raise self._refuse("its metadata.shard is not a shard") from None
+        items = result["items"]
+        earlier = facts.model_copy(
+            update={
+                "result_id": result["id"],
+                "fingerprint": meta.get("fingerprint") if isinstance(meta.get("fingerprint"), dict) else {},
+                "shard": shard,
+                "items": len(items),
+            }
+        )
+        record = SegmentRecord(
+            number,
+            JournalSegment(
+                command="run",
+                key=label,
+                label=label,
+                started=iso_utc(),
+                tool="",
+                flags=JournalFlags(),
+                facts=earlier,
+            ),
+        )
+        journal = Journal(path=self.path, segments=[record], item_lines=0, good_bytes=0)
+        try:
+            check_segment(journal, record, facts, label)
+        except JournalError as err:
+            raise JournalError(err.message, hint=_RESULTS_HINT) from None
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("outcome"), str):
+                raise self._refuse(f"items[{index}] is not an item with an outcome")
+            record.items[index] = item
+            if isinstance(item.get("accounting"), dict):
+                record.spent.append(item["accounting"])
+        return record
+
+    def keep_unused(self) -> None:
+        """Results of the earlier file that no eval of this command took would be lost when the
+        new results file replaces it: the earlier file is kept beside it, and a line says so."""
+        left = len(self.results) - self.taken
+        if left <= 0:
+            return
+        keep = self.path.with_name(self.path.name + ".before-resume")
+        try:
+            keep.write_bytes(self.raw)
+        except OSError as err:
+            warn(
+                f"[axl-eval] WARNING: could not keep the earlier results file as {keep}: {err.strerror or err}"
+            )
+            return
+        print(
+            f"[axl-eval] {left} result(s) of the earlier {self.path.name} matched no eval this command ran; "
+            f"that file was kept as {keep}.",
+            file=sys.stderr,
+        )
+
+    def check_runs(self, runs: int) -> None:
+        """Refuse, before anything runs, a file of single runs for ``--runs N`` or the other way
+        round (a journal's flags are checked as early: :func:`check_flags`)."""
+        batch = [isinstance(r["metadata"].get("runIndex"), int) for r in self.results]
+        if (runs > 1 and not all(batch)) or (runs == 1 and any(batch)):
+            before = "--runs N" if any(batch) else "single runs"
+            raise JournalError(
+                f"cannot resume from the results file {self.path}: --runs differs (it holds {before}, "
+                f"this command is --runs {runs})",
+                hint=_RESULTS_HINT,
+            )
+
+    def _refuse(self, why: str) -> JournalError:
+        return JournalError(f"cannot resume from the results file {self.path}: {why}", hint=_RESULTS_HINT)
+
+
+_RESULTS_HINT = (
+    "run the same command that wrote it, or run without --resume to start over (every item runs again)"
+)
+
+
+def _runs_of(index: int | None) -> str:
+    return "a single run" if index is None else f"run {index + 1} of a --runs batch"
+
+
+def earlier_results(output: Path) -> EarlierResults | None:
+    """The results file ``--output`` names, as a resume source; ``None`` when there is none.
+    A file that is not a results file is refused (one line)."""
+    if not output.exists():
+        return None
+    raw = read_input_bytes(output, "results file", JournalError)
+    try:
+        data = pydantic_core.from_json(raw, allow_inf_nan=True)
+    except ValueError as err:
+        raise JournalError(
+            f"cannot resume from the results file {output}: it is not JSON ({str(err).removeprefix('Invalid JSON: ')})",
+            hint="pass the --output of the run to continue, or run without --resume",
+        ) from None
+    results = data if isinstance(data, list) else [data]
+    for number, result in enumerate(results):
+        if not (
+            isinstance(result, dict)
+            and isinstance(result.get("id"), str)
+            and isinstance(result.get("items"), list)
+            and isinstance(result.get("metadata"), dict)
+        ):
+            where = f"result {number}" if isinstance(data, list) else "it"
+            raise JournalError(
+                f"cannot resume from the results file {output}: {where} is not an axl-eval result "
+                "(an object with id, items and metadata)",
+                hint="pass the --output of the run to continue, or run without --resume",
+            )
+    return EarlierResults(path=output, raw=raw, results=results)
+
+
+# ----------------------------------------------------------------------------------- the lock
+
+
+LOCK_SUFFIX = ".lock"
+LOCK_POLL_SECONDS = 0.2
+
+
+class JournalLock:
+    """The journal's writer holds ``<journal>.lock`` with ``flock(2)`` for as long as it runs.
+
+    ``flock``, not a pid file made with ``O_EXCL``: the kernel drops the lock when its holder
+    dies in any way (SIGKILL and out-of-memory kills included), so a lock left by a dead process
+    is free at once, without guessing from a pid that may have been reused. The holder's pid is
+    written into the file only to name it in the refusal. The lock is taken once, when the
+    command opens its journal: nothing is added per item.
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, journal: Path, *, wait: bool) -> JournalLock:
+        """Take the lock of ``journal``; refuse (``UsageError``) when a live process holds it,
+        or, with ``wait``, wait until it is released."""
+        import fcntl
+
+        path = journal.with_name(journal.name + LOCK_SUFFIX)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        said = False
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                os.close(fd)
+                if not wait:
+                    raise UsageError(
+                        f"a run is still writing this journal: pid {holder} ({journal})",
+                        hint="wait for it to end, or add --wait to wait for it and then continue",
+                    ) from None
+                if not said:
+                    print(
+                        f"[axl-eval] Waiting for pid {holder}, which is still writing {journal}...",
+                        flush=True,
+                    )
+                    said = True
+                time.sleep(LOCK_POLL_SECONDS)
+                continue
+            # The holder before us may have removed the file after we opened it: a lock on an
+            # unlinked file guards nothing, so take the one now at the path instead.
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            return cls(path, fd)
+
+    def release(self) -> None:
+        """Remove the lock file and unlock (removed while still held, so no process takes an
+        unlinked file's lock: see :meth:`acquire`)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(fd)
+
+
+def _lock_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        text = ""
+    return text if text.isdigit() else "unknown"
+
+
 # ------------------------------------------------------------------------------- the session
 
 
@@ -641,6 +885,8 @@ class Resumed:
     """Accounting of every item line (charged to the budget, folded into the run's)."""
     spend: float
     """Their known spend."""
+    results_file: str | None = None
+    """Set when they came from the results file (no journal was left), not a journal."""
 
 
 @dataclass
@@ -673,6 +919,8 @@ class JournalSession:
         flags: JournalFlags,
         resume: bool,
         interval: float | None = None,
+        retry_failed: bool = False,
+        wait: bool = False,
     ) -> None:
         self.output = output
         self.path = journal_path(output)
@@ -684,6 +932,22 @@ class JournalSession:
         """Set when a result of the command failed after items settled: keep the journal."""
         self.abandoned = False
         """Set by a hard stop: workers left in flight may still settle, so the file stays open."""
+        self.retry_failed = retry_failed
+        """``--resume-failed``: items that failed run again instead of being kept."""
+        self.earlier_results: EarlierResults | None = None
+        """The results file a resume continues when no journal was left (see :func:`earlier_results`)."""
+        try:
+            self.lock = JournalLock.acquire(self.path, wait=wait)
+        except OSError as err:
+            raise _cannot_write(self.path, output, err) from None
+        try:
+            self._open(resume, interval)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, resume: bool, interval: float | None) -> None:
+        output, command, flags = self.output, self.command, self.flags
         existing = read_journal(self.path) if self.path.exists() else None
         if existing is not None and existing.item_lines and not resume:
             raise UsageError(
@@ -702,7 +966,17 @@ class JournalSession:
                 )
             self.previous = existing
         elif resume:
-            print(f"[axl-eval] --resume: no journal at {self.path}, so this is a fresh run.", flush=True)
+            self.earlier_results = earlier_results(output) if command == "run" else None
+            if self.earlier_results is not None:
+                self.earlier_results.check_runs(flags.runs)
+            if self.earlier_results is None:
+                print(f"[axl-eval] --resume: no journal at {self.path}, so this is a fresh run.", flush=True)
+            else:
+                print(
+                    f"[axl-eval] --resume: no journal at {self.path}; continuing from the results file {output} "
+                    "(its settled items are not run again).",
+                    flush=True,
+                )
         try:
             if self.previous is not None:
                 self.writer = JournalWriter.append_to(self.previous, interval=interval)
@@ -710,10 +984,7 @@ class JournalSession:
                 self.writer = JournalWriter.create(self.path, interval=interval)
         except OSError as err:
             # Before any item runs: nothing is paid for yet.
-            raise InputFileError(
-                f"cannot write the run journal {self.path} next to --output {output}: {err.strerror or err}",
-                hint="pass an --output in a directory you can write",
-            ) from None
+            raise _cannot_write(self.path, output, err) from None
 
     def group_id(self, label: str, runs: int) -> str | None:
         """The ``runGroupId`` of an earlier attempt of this eval's ``--runs`` batch, if any."""
@@ -737,6 +1008,8 @@ class JournalSession:
     ) -> StartedResult:
         """Begin (or continue) the segment of result ``key``; raises :class:`JournalError` when
         the journal's segment of that key belongs to another eval."""
+        if self.earlier_results is not None:
+            return self._start_from_results(key, label, facts, group)
         previous = self.previous
         record = previous.by_key(key) if previous is not None else None
         if previous is not None and record is not None:
@@ -745,7 +1018,7 @@ class JournalSession:
             if old_source != source_id:
                 raise _mismatch(self.path, "the rescored results file changed", old_source, source_id)
             facts = facts.model_copy(update={"result_id": record.segment.facts.result_id})
-            completed = record.final
+            completed = self._kept(record)
             resumed = Resumed(
                 result_id=facts.result_id,
                 completed=completed,
@@ -770,6 +1043,48 @@ class JournalSession:
         self.used.add(number)
         return StartedResult(facts, self.writer.sink(number))
 
+    def _kept(self, record: SegmentRecord) -> dict[int, dict[str, Any]]:
+        """The items of ``record`` this resume keeps: the final ones, minus failed ones under
+        ``--resume-failed``."""
+        final = record.final
+        if self.retry_failed:
+            return {i: item for i, item in final.items() if item.get("outcome") != "failed"}
+        return final
+
+    def _start_from_results(
+        self, key: str, label: str, facts: RunFacts, group: RunGroup | None
+    ) -> StartedResult:
+        """:meth:`start` when the resume continues a results file: take its next result, check
+        it as a journal segment is checked, then write a fresh journal segment and every item
+        that result holds that had run, so that a crash from now on loses none of them."""
+        earlier = self.earlier_results
+        assert earlier is not None
+        record = earlier.take(facts, label, group)
+        segment = JournalSegment(
+            command=self.command,
+            key=key,
+            label=label,
+            started=iso_utc(),
+            tool=tool_version(),
+            flags=self.flags,
+            facts=record.segment.facts,
+            group=group,
+        )
+        number = self.writer.begin(segment)
+        self.used.add(number)
+        sink = self.writer.sink(number)
+        for index, item in record.items.items():
+            sink(index, item)  # the sink leaves out stubs (budget-skipped, cancelled): nothing ran
+        self.writer.flush()
+        resumed = Resumed(
+            result_id=record.segment.facts.result_id,
+            completed=self._kept(record),
+            prior_accounting=list(record.spent),
+            spend=record.known_spend,
+            results_file=earlier.path.name,
+        )
+        return StartedResult(record.segment.facts, sink, resumed)
+
     def unused(self) -> list[SegmentRecord]:
         """Segments of the earlier attempt this command did not continue (with items)."""
         if self.previous is None:
@@ -777,10 +1092,21 @@ class JournalSession:
         return [r for r in self.previous.segments if r.number not in self.used and r.items]
 
     def finish(self, *, complete: bool) -> None:
+        """Close the journal (see :meth:`_finish`), then release its lock: the lock is held
+        until the journal is deleted or complete, so no other process reads it half-done."""
+        try:
+            self._finish(complete=complete)
+        finally:
+            if not self.abandoned:  # after a hard stop, workers may still write: held until exit
+                self.lock.release()
+
+    def _finish(self, *, complete: bool) -> None:
         """Close the journal; delete it when ``complete`` (the results file is in place and the
         run was not interrupted) and nothing of another eval is left in it, else say why it
         stays."""
         left = self.unused()
+        if self.earlier_results is not None:
+            self.earlier_results.keep_unused()
         self.writer.close(sync=not (complete and not left), release=not self.abandoned)
         if complete and not left:
             self.path.unlink(missing_ok=True)
@@ -821,6 +1147,13 @@ class JournalSession:
         return sum(len(r["items"]) for r in results)
 
 
+def _cannot_write(path: Path, output: Path, err: OSError) -> InputFileError:
+    return InputFileError(
+        f"cannot write the run journal {path} next to --output {output}: {err.strerror or err}",
+        hint="pass an --output in a directory you can write",
+    )
+
+
 def _keep_items(journal: Journal) -> Journal:
     return replace(journal, segments=[r for r in journal.segments if r.items])
 
@@ -833,6 +1166,8 @@ def stamp_resumed(result: dict[str, Any], resumed: Resumed | None) -> None:
         "itemsFromJournal": len(resumed.completed),
         "spendFromJournal": resumed.spend,
     }
+    if resumed.results_file is not None:
+        result["metadata"]["resumed"]["resultsFile"] = resumed.results_file
 
 
 def flags_of(

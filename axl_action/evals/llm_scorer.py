@@ -346,7 +346,9 @@ def _response_cost(response: Any, model_uri: str, context: Any) -> float | None:
     if usage is None:
         return None
     table = pricing_for(getattr(context, "runtime", None), None)
-    return table.price(model_uri, usage)
+    # quote, not price: the gateway priced this reply already and counted it in the table's
+    # unpriced-call note; pricing it again counted every judge call twice (issue 25).
+    return table.quote(model_uri, usage)
 
 
 __all__ = ["DEFAULT_SCHEMA", "JudgeResponseError", "build_prompt", "extract_json", "llm_scorer"]

@@ -195,6 +195,7 @@ def execute_run(
     on_settled: Callable[[int, dict[str, Any]], None] | None = None,
     completed: Mapping[int, dict[str, Any]] | None = None,
     prior_accounting: Sequence[Mapping[str, Any]] = (),
+    on_abandoned: Callable[[int], None] | None = None,
 ) -> RunRecord:
     """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`).
 
@@ -209,7 +210,9 @@ def execute_run(
     attempt (by index), which are neither run nor charged again; ``prior_accounting`` holds
     the accounting records of every item an earlier attempt settled (``completed`` ones and
     interrupted ones run again now): their known spend is charged to the budget before the
-    first item is admitted and folded into the run's accounting.
+    first item is admitted and folded into the run's accounting. ``on_abandoned(n)`` hears,
+    when a hard stop (a ``BaseException`` such as the CLI's ``HardStop``) leaves the workers
+    running, how many items were in flight then: their calls may have been billed.
     """
     if plan is None:
         plan = plan_run(definition, shard=shard, result_id=result_id)
@@ -254,6 +257,7 @@ def execute_run(
         if cancel.is_set():
             item = _cancelled_stub(items_in[index])
         else:
+            results[index] = _IN_FLIGHT  # one list store: what a hard stop counts as abandoned
             item = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
             if on_settled is not None:
                 on_settled(index, item)
@@ -271,15 +275,20 @@ def execute_run(
         def task(k: int) -> None:
             process(todo[k])
 
-    run_scope = tracker(
-        lambda: run_pool(
-            count,
-            concurrency if concurrency is not None else definition.concurrency,
-            task,
-        ),
-        admission=admission,
-        capture=refs,
-    )
+    try:
+        run_scope = tracker(
+            lambda: run_pool(
+                count,
+                concurrency if concurrency is not None else definition.concurrency,
+                task,
+            ),
+            admission=admission,
+            capture=refs,
+        )
+    except BaseException as stop:
+        if on_abandoned is not None and not isinstance(stop, Exception):
+            on_abandoned(sum(1 for r in results if r is _IN_FLIGHT))
+        raise
     if run_scope.status == "rejected":
         assert run_scope.error is not None
         raise run_scope.error
@@ -460,6 +469,10 @@ def _stub(raw: Mapping[str, Any], outcome: str, error: str) -> dict[str, Any]:
         }
     )
     return item
+
+
+_IN_FLIGHT: dict[str, Any] = {}
+"""Marks an item a worker has taken and not yet settled (compared by identity)."""
 
 
 def _cancelled_stub(raw: Mapping[str, Any]) -> dict[str, Any]:

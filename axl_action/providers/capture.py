@@ -177,6 +177,7 @@ class CaptureSink:
         redact_content: bool = False,
         max_record_bytes: int = MAX_RECORD_BYTES,
         max_run_bytes: int = MAX_RUN_BYTES,
+        append: bool = False,
     ) -> None:
         self.path = path
         self.redact_content = redact_content
@@ -190,6 +191,28 @@ class CaptureSink:
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self._closed = False
+        self._mode = "w"
+        if append:
+            self._continue()
+
+    def _continue(self) -> None:
+        """Append to the records an earlier process of the same result left in ``path`` (a
+        resumed run, ``--resume --capture-requests``): a last line the kill cut short is cut
+        off, and the records kept count toward this sink's figures and limits."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self._degrade("unavailable", f"reading {self.path} failed: {exc.strerror or exc}")
+            return
+        whole = data[: data.rfind(b"\n") + 1]
+        if len(whole) != len(data):
+            with self.path.open("r+b") as fh:
+                fh.truncate(len(whole))
+        self.records = whole.count(b"\n")
+        self.bytes = len(whole)
+        self._mode = "a"
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record (secrets re-redacted, size-limited, keys in codec order)."""
@@ -221,7 +244,9 @@ class CaptureSink:
             try:
                 if self._file is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self._file = self.path.open("w", encoding="utf-8")
+                    # Line-buffered: each record is one write(2) as its call ends, so a killed
+                    # process leaves the records of the calls it was paid for (a resume appends).
+                    self._file = self.path.open(self._mode, encoding="utf-8", buffering=1)
                 self._file.write(data)
             except OSError as exc:
                 self.status = "unavailable"

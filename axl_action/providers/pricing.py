@@ -151,14 +151,22 @@ class PricingTable:
     def price(self, model_uri: str, usage: TokenUsage) -> float | None:
         """USD for ``usage`` on ``model_uri``; ``None`` when the model is unpriced (or the
         usage includes audio, which the table has no rate for)."""
-        entry = self._models.get(model_uri)
-        if entry is None or usage.audio_seconds > 0:
+        estimate = self.quote(model_uri, usage)
+        if estimate is None:
             with self._lock:
                 self._missed[model_uri] = self._missed.get(model_uri, 0) + 1
             return None
         if model_uri not in self._priced:  # once per model: the hot path takes no lock
             with self._lock:
                 self._priced.add(model_uri)
+        return estimate
+
+    def quote(self, model_uri: str, usage: TokenUsage) -> float | None:
+        """What :meth:`price` returns, without counting the call: for a reply that the gateway
+        already priced (and counted), such as an LLM judge's, so that each call counts once."""
+        entry = self._models.get(model_uri)
+        if entry is None or usage.audio_seconds > 0:
+            return None
         return price_usage(entry, usage)
 
     def note_call(self, model_uri: str, outcome: str) -> None:

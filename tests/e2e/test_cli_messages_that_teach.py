@@ -345,3 +345,25 @@ def test_a_wrong_base_url_path_names_the_url_and_the_variable_and_costs_nothing(
     refused = axl(str(path), env={**key, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert "the URL comes from OPENAI_BASE_URL=http://127.0.0.1:9/v1" in refused.stdout + refused.stderr
     assert "Cost: $0.00 (no call succeeded) |" in refused.stdout, refused.stdout
+
+
+JUDGED_EVAL = """\
+from axl_action import dataset, define_eval, llm_scorer
+from axl_action.providers import MockProvider, register_provider
+
+# Reports usage, no cost: the price table prices it, and it has no price for this model.
+register_provider("local", MockProvider(['{"score": 1, "reasoning": "ok"}'] * 40, cost=None))
+
+eval = define_eval(
+    "j", dataset("j", items=[{"input": {"id": f"q{i}"}} for i in range(40)]),
+    [llm_scorer("judge", "local:smollm2-135m", "Grade it.")],
+    execute_workflow=lambda q, rt: {"output": "answer"},
+)
+"""
+
+
+def test_the_unpriced_note_counts_each_judge_call_once(tmp_path: Path) -> None:
+    # Issue 25 item 12: the gateway and llm_scorer both priced a judge reply: "(80 calls)" for 40.
+    path = write_eval(tmp_path, "judged_eval.py", JUDGED_EVAL)
+    proc = axl(str(path), "--quiet")
+    assert "no price for local:smollm2-135m (40 calls)" in proc.stderr, proc.stderr
