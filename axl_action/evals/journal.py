@@ -836,6 +836,9 @@ class JournalSession:
         left = self.unused()
         self.writer.close(sync=not (complete and not left), release=not self.abandoned)
         if complete and not left:
+            # The results file must be on disk before the journal stops being: a power cut
+            # right after the unlink would otherwise lose both (issue 25 item 6).
+            sync_file_and_directory(Path(self.output))
             self.path.unlink(missing_ok=True)
             return
         if not self.path.exists():
@@ -872,6 +875,23 @@ class JournalSession:
             return 0
         write(results)
         return sum(len(r["items"]) for r in results)
+
+
+def sync_file_and_directory(path: Path) -> None:
+    """``fsync`` the file at ``path`` and then its directory (which holds the rename that put
+    it there). A file that is gone, or a file system that cannot sync a directory, is skipped:
+    this only orders the disk, it never fails a run whose results are written."""
+    for target, flags in ((path, os.O_RDONLY), (path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))):
+        try:
+            fd = os.open(target, flags)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _keep_items(journal: Journal) -> Journal:

@@ -489,3 +489,30 @@ def test_a_journal_written_before_checksums_still_reads_and_resumes_with_them(tm
     writer.sink(0)(3, {**FREE, "duration": 2})
     writer.close()
     assert sorted(read_journal(path).segments[0].items) == [0, 1, 2, 3]
+
+
+def test_the_results_file_and_its_directory_are_synced_before_the_journal_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 6: a power cut right after the journal's unlink must not lose both."""
+    session = JournalSession(tmp_path / "r.json", command="run", flags=flags_of(), resume=False)
+    (tmp_path / "r.json").write_text("{}")
+    events: list[str] = []
+    real_fsync, real_unlink = os.fsync, Path.unlink
+
+    def fsync(fd: int) -> None:
+        events.append("fsync " + os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def unlink(self: Path, missing_ok: bool = False) -> None:
+        events.append(f"unlink {self}")
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(Path, "unlink", unlink)
+    session.finish(complete=True)
+    assert events[-3:] == [
+        f"fsync {tmp_path / 'r.json'}",
+        f"fsync {tmp_path}",
+        f"unlink {tmp_path / 'r.json.journal.jsonl'}",
+    ]
