@@ -336,6 +336,28 @@ def output_file(raw: str | None) -> Path | None:
     return path
 
 
+def remove_stale_temp_files(output: Path) -> None:
+    """Delete the temporary files an interrupted write of ``output`` left beside it
+    (``.results.json.<8 random characters>``, as ``write_result_file``'s ``mkstemp`` names
+    them; a kill between its create and its rename leaves one), saying so once per file."""
+    import re
+
+    pattern = re.compile(rf"\.{re.escape(output.name)}\.[a-z0-9_]{{8}}")
+    try:
+        names = [p for p in output.parent.iterdir() if pattern.fullmatch(p.name) and p.is_file()]
+    except OSError:
+        return  # the write that follows reports an unusable directory
+    for stale in names:
+        try:
+            stale.unlink()
+        except OSError:
+            continue
+        print(
+            f"[axl-eval] Removed {stale}, a temporary file an interrupted write of {output} left behind.",
+            file=sys.stderr,
+        )
+
+
 def write_results(
     output: Path,
     results: list[dict[str, Any]],
@@ -360,6 +382,7 @@ def write_results(
             file=sys.stderr,
         )
 
+    remove_stale_temp_files(output)
     try:
         write_result_file(output, results if as_list else results[0], replaced)
     except OSError as exc:

@@ -28,6 +28,10 @@ Durability rule (the one the docs promise):
 * Items in flight when the process dies settled nowhere: a resume runs them again (with
   concurrency ``c``, at most ``c`` items).
 * A line cut short by the crash (the file's last line) is dropped when the journal is read.
+* Every line ends in its checksum (``"crc":N``, the CRC-32 of the line's bytes before that
+  field, see :func:`seal_line`): a line that fails it is never used. The last line is then
+  dropped as torn; any other refuses the journal, naming the line. Journals written before
+  checksums (none on their first line) are read as before.
 
 Per item on the hot path this costs one serialisation of its line (``dumps_line_bytes``, about
 1.1 µs for a 4-scorer item) and a deque append, or a ``write(2)`` for an item written at once;
@@ -43,6 +47,7 @@ import os
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -142,6 +147,30 @@ def is_final(item: Mapping[str, Any]) -> bool:
 
 # ------------------------------------------------------------------------------------ writing
 
+_CRC_KEY = b',"crc":'
+
+
+def seal_line(line: bytes) -> bytes:
+    """``line`` (one JSON object and ``\\n``, as :func:`dumps_line_bytes` writes it) with its
+    checksum as the object's last field: ``..., "crc": N}`` where ``N`` is the CRC-32 of every
+    byte before ``,"crc":``. Appending bytes costs no second serialisation (about 0.4 µs for a
+    4-scorer item's line); a flipped byte anywhere in the line fails the check."""
+    body = line[:-2]  # without the closing brace and the newline
+    return b"%s%s%d}\n" % (body, _CRC_KEY, zlib.crc32(body))
+
+
+def _line_checksum(line: bytes, obj: dict[str, Any]) -> bool | None:
+    """Whether ``line`` (read as ``obj``) passes its checksum; None when it carries none (a
+    journal written before checksums). Takes the ``crc`` field out of ``obj``."""
+    if "crc" not in obj:
+        return None
+    crc = obj.pop("crc")
+    if type(crc) is not int:
+        return False
+    suffix = b"%s%d}" % (_CRC_KEY, crc)
+    line = line.rstrip(b"\r")
+    return line.endswith(suffix) and zlib.crc32(line[: len(line) - len(suffix)]) == crc
+
 
 class JournalWriter:
     """Appends segment and item lines to one journal file (see the module's durability rule).
@@ -201,7 +230,7 @@ class JournalWriter:
         # Not redacted as a whole: its format tag and hashes must survive a secret that happens
         # to share 8 characters with them. What is free text in it (the eval's metadata) was
         # redacted when the runner took it (``plan_run``), as in the results file.
-        line = dumps_line_bytes(segment.to_wire())
+        line = seal_line(dumps_line_bytes(segment.to_wire()))
         number = self.segments
         self.segments += 1
         self._write(line)
@@ -330,7 +359,7 @@ class _SegmentSink:
             # the bytes written.
             item = item.copy()
             item["accounting"] = None
-        line = dumps_line_bytes({"segment": self._number, "index": index, "item": item})
+        line = seal_line(dumps_line_bytes({"segment": self._number, "index": index, "item": item}))
         if duration >= WRITE_THROUGH_MS or accounting["operations"]["total"]:
             self._now(line)
             return
@@ -397,12 +426,19 @@ class Journal:
 
 
 _RECOVER_HINT = "it is written by `axl-eval run --output FILE` as FILE.journal.jsonl"
+_DAMAGED_HINT = (
+    "only a journal's last line can be cut short by a crash; this one was changed by something "
+    "else (the disk, a copy, an edit) and nothing from it can be trusted: move it away and run "
+    "again without --resume"
+)
 
 
 def read_journal(path: str | os.PathLike[str]) -> Journal:
     """Read a journal; a damaged or foreign file raises :class:`JournalError` (one line).
 
-    Only the last line may be damaged (a crash cut it short): it is dropped with a warning.
+    Only the last line may be damaged (a crash cut it short, or it fails its checksum): it is
+    dropped with a warning. A line that fails its checksum anywhere else refuses the journal:
+    its content is not what was written, and nothing after it is trusted either.
     """
     source = Path(path)
     raw = read_input_bytes(source, "journal", JournalError, directory_hint=_RECOVER_HINT)
@@ -412,22 +448,36 @@ def read_journal(path: str | os.PathLike[str]) -> Journal:
     torn = bool(tail.strip(b"\x00 \t\r"))
     segments: list[SegmentRecord] = []
     item_lines = 0
+    checked = False
+    """True once a line carried a checksum: from then on every line must."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        last = number == len(lines) and not tail
         try:
             obj = pydantic_core.from_json(line, allow_inf_nan=False)
         except ValueError as err:
-            if number == len(lines) and not tail:
+            if last:
                 torn, end = True, end - len(line) - 1  # the last whole-looking line is cut short
                 break
             raise JournalError(
                 f"{source} is damaged at line {number}: {str(err).removeprefix('Invalid JSON: ')}",
-                hint="only a journal's last line can be cut short by a crash; this one was changed "
-                "by something else",
+                hint=_DAMAGED_HINT,
             ) from None
         if not isinstance(obj, dict):
             raise JournalError(f"{source} line {number} is not a JSON object", hint=_RECOVER_HINT)
+        sound = _line_checksum(line, obj)
+        if sound is None and checked:
+            sound = False  # a checksum lost to damage: the lines before it had theirs
+        if sound is False:
+            if last:
+                torn, end = True, end - len(line) - 1
+                break
+            raise JournalError(
+                f"{source} is damaged at line {number}: the line fails its checksum",
+                hint=_DAMAGED_HINT,
+            )
+        checked = checked or sound is True
         if "format" in obj:
             segments.append(SegmentRecord(len(segments), _segment(obj, source, number)))
             continue
@@ -447,7 +497,10 @@ def read_journal(path: str | os.PathLike[str]) -> Journal:
     if not segments and lines:
         raise JournalError(f"{source} is not an axl-eval journal: it has no segment line", hint=_RECOVER_HINT)
     if torn:
-        warn(f"[axl-eval] {source}: dropped the last line, which the crash cut short.")
+        warn(
+            f"[axl-eval] {source}: dropped the last line, which the crash cut short "
+            "(or which fails its checksum)."
+        )
     return Journal(path=source, segments=segments, item_lines=item_lines, good_bytes=end, torn=torn)
 
 
@@ -1109,6 +1162,9 @@ class JournalSession:
             self.earlier_results.keep_unused()
         self.writer.close(sync=not (complete and not left), release=not self.abandoned)
         if complete and not left:
+            # The results file must be on disk before the journal stops being: a power cut
+            # right after the unlink would otherwise lose both (issue 25 item 6).
+            sync_file_and_directory(Path(self.output))
             self.path.unlink(missing_ok=True)
             return
         if not self.path.exists():
@@ -1152,6 +1208,23 @@ def _cannot_write(path: Path, output: Path, err: OSError) -> InputFileError:
         f"cannot write the run journal {path} next to --output {output}: {err.strerror or err}",
         hint="pass an --output in a directory you can write",
     )
+
+
+def sync_file_and_directory(path: Path) -> None:
+    """``fsync`` the file at ``path`` and then its directory (which holds the rename that put
+    it there). A file that is gone, or a file system that cannot sync a directory, is skipped:
+    this only orders the disk, it never fails a run whose results are written."""
+    for target, flags in ((path, os.O_RDONLY), (path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))):
+        try:
+            fd = os.open(target, flags)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _keep_items(journal: Journal) -> Journal:

@@ -277,6 +277,14 @@ if os.environ.get("CRASH_IN_WRITE"):
     _io.result_json_chunks = _die
 """
 
+CRASH_AFTER_TEMP = """
+if os.environ.get("CRASH_AFTER_TEMP"):
+    def _die(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    os.chmod = _die  # write_result_file's step between its temp file's write and its rename
+"""
+
 CRASH_IN_FINGERPRINT = """
 if os.environ.get("CRASH_IN_FINGERPRINT"):
     import axl_action.evals.runner as _runner
@@ -619,3 +627,22 @@ def test_a_journal_that_cannot_be_created_is_one_line_before_any_item_runs(tmp_p
     assert failed.returncode == 1 and len(lines) == 1, failed.stderr
     assert lines[0].startswith("Error: cannot write the run journal /proc/axl-out.json.journal.jsonl")
     assert not calls.exists() or not _calls(calls)
+
+
+def test_a_kill_during_the_final_write_leaves_a_temp_file_the_next_run_removes(tmp_path: Path) -> None:
+    """Issue 25 item 6: the ``.results.json.<random>`` a kill between mkstemp and rename left
+    is removed by the next run of the same output (and only that output's)."""
+    out, _calls, env = _counted(tmp_path)
+    (tmp_path / "counted_eval.py").write_text(COUNTED_EVAL + CRASH_AFTER_TEMP)
+    other = tmp_path / ".other.json.abcd1234"
+    other.write_text("{}")
+    crashed = _axl(
+        ["counted_eval.py", "--output", str(out), "--quiet"], {**env, "CRASH_AFTER_TEMP": "1"}, tmp_path
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    [stale] = tmp_path.glob(".results.json.*")
+    resumed = _axl(["counted_eval.py", "--output", str(out), "--quiet", "--resume"], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"Removed {stale}, a temporary file an interrupted write of {out} left behind." in resumed.stderr
+    assert not list(tmp_path.glob(".results.json.*")) and other.exists()
+    assert json.loads(out.read_text())["summary"]["count"] == 60

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from axl_action.evals.journal import (
     iso_utc,
     read_journal,
     recover_results,
+    seal_line,
 )
 from axl_action.evals.runner import execute_run, plan_run
 from axl_action.evals.scorer import scorer
@@ -131,7 +134,9 @@ def _journal_with(tmp_path: Path, *extra: bytes) -> Path:
     writer.close()
     with path.open("ab") as fh:
         for chunk in extra:
-            fh.write(chunk)
+            # Whole object lines get their checksum, as the writer's; the rest go in as they are.
+            for line in chunk.splitlines(keepends=True):
+                fh.write(seal_line(line) if line.startswith(b"{") and line.endswith(b"}\n") else line)
     return path
 
 
@@ -416,3 +421,95 @@ def test_a_free_items_empty_accounting_is_journaled_as_null_and_read_back_in_pla
     assert recovered["items"] == want
     assert [list(item) for item in recovered["items"]] == [list(item) for item in want]  # key order
     assert recovered["accounting"]["completeness"] == "complete"
+
+
+# -- per-line checksums (issue 25 item 5) ----------------------------------------------------
+
+
+def _sealed_journal(tmp_path: Path) -> tuple[Path, bytes]:
+    path = tmp_path / "r.json.journal.jsonl"
+    writer = JournalWriter.create(path, interval=3600)
+    sink = writer.sink(writer.begin(_segment()))
+    for i in range(3):
+        sink(i, {**FREE, "duration": 2, "output": f"answer {i}", "scores": {"s": 0.5}})
+    writer.close()
+    return path, path.read_bytes()
+
+
+def test_every_line_ends_in_its_checksum(tmp_path: Path) -> None:
+    _, raw = _sealed_journal(tmp_path)
+    for line in raw.splitlines():
+        head, _, crc = line.rpartition(b',"crc":')
+        assert int(crc.rstrip(b"}")) == zlib.crc32(head)
+
+
+def test_a_flipped_byte_anywhere_is_never_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every single-byte change of every line: the journal is refused naming the line, or the
+    changed line (the last one) is dropped as torn; never read with changed content."""
+    path, raw = _sealed_journal(tmp_path)
+    clean = read_journal(path)
+    want = dict(clean.segments[0].items)
+    starts = [0, *(i + 1 for i, b in enumerate(raw) if b == 0x0A)][:-1]
+    last_start = starts[-1]
+    for pos in range(len(raw)):
+        for flip in (0x01, 0x20):
+            damaged = bytearray(raw)
+            damaged[pos] ^= flip
+            path.write_bytes(bytes(damaged))
+            try:
+                journal = read_journal(path)
+            except JournalError as err:
+                line = sum(1 for s in starts if s <= pos)
+                assert f"line {line}" in str(err) or f"line {line + 1}" in str(err), (pos, str(err))
+                continue
+            # Read: only by dropping the damaged last line (or the newline that ends it).
+            assert pos >= last_start - 1 and journal.torn, (pos, flip)
+            got = journal.segments[0].items
+            assert all(got[i] == want[i] for i in got) and set(got) <= {0, 1}
+    capsys.readouterr()
+
+
+def test_a_line_without_its_checksum_after_checksummed_lines_is_refused(tmp_path: Path) -> None:
+    path, raw = _sealed_journal(tmp_path)
+    path.write_bytes(
+        raw + b'{"segment":0,"index":5,"item":{"outcome":"completed"}}\n' + raw.splitlines(True)[1]
+    )
+    with pytest.raises(JournalError, match="is damaged at line 5: the line fails its checksum"):
+        read_journal(path)
+
+
+def test_a_journal_written_before_checksums_still_reads_and_resumes_with_them(tmp_path: Path) -> None:
+    path, raw = _sealed_journal(tmp_path)
+    legacy = b"".join(re.sub(rb',"crc":\d+}$', b"}", line) + b"\n" for line in raw.splitlines())
+    assert b'"crc"' not in legacy
+    path.write_bytes(legacy)
+    journal = read_journal(path)
+    assert sorted(journal.segments[0].items) == [0, 1, 2] and not journal.torn
+    writer = JournalWriter.append_to(journal, interval=3600)
+    writer.sink(0)(3, {**FREE, "duration": 2})
+    writer.close()
+    assert sorted(read_journal(path).segments[0].items) == [0, 1, 2, 3]
+
+
+def test_the_results_file_and_its_directory_are_synced_before_the_journal_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 6: a power cut right after the journal's unlink must not lose both."""
+    session = JournalSession(tmp_path / "r.json", command="run", flags=flags_of(), resume=False)
+    (tmp_path / "r.json").write_text("{}")
+    events: list[str] = []
+    real_fsync, real_unlink = os.fsync, Path.unlink
+
+    def fsync(fd: int) -> None:
+        events.append("fsync " + os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def unlink(self: Path, missing_ok: bool = False) -> None:
+        events.append(f"unlink {self}")
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(Path, "unlink", unlink)
+    session.finish(complete=True)
+    journal_gone = events.index(f"unlink {tmp_path / 'r.json.journal.jsonl'}")
+    assert events[journal_gone - 2 : journal_gone] == [f"fsync {tmp_path / 'r.json'}", f"fsync {tmp_path}"]
