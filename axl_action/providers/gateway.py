@@ -26,6 +26,7 @@ from typing import Any
 from axl_action.providers.base import Provider
 from axl_action.providers.capture import build_record
 from axl_action.providers.errors import ProviderConfigError, ProviderError
+from axl_action.providers.measure import settle_usage
 from axl_action.providers.pricing import PricingTable
 from axl_action.providers.registry import ProviderRegistry, default_registry, parse_model_uri
 from axl_action.providers.types import ChatMessage, ChatRequest, ChatResponse
@@ -158,19 +159,8 @@ def chat(
 
 
 def settle(op: Operation, model_uri: str, response: ChatResponse, table: PricingTable) -> None:
-    """Settle ``op`` from ``response`` (see the module docstring for the rules)."""
-    usage = response.usage.to_wire() if response.usage is not None else None
-    if response.provider_cost is not None:
-        op.settle(response.provider_cost, usage or {}, response.cost_provenance)
-        return
-    if response.usage is None:
-        op.unknown("usage_missing")
-        return
-    estimate = table.price(model_uri, response.usage)
-    if estimate is None:
-        op.unknown("unpriced_model", usage)
-    else:
-        op.settle(estimate, usage or {}, "price_table_estimate")
+    """Settle ``op`` from ``response`` (the one rule: :func:`measure.settle_usage`)."""
+    settle_usage(op, model_uri, response.usage, response.provider_cost, response.cost_provenance, table)
 
 
 def _capture(

@@ -24,13 +24,24 @@ class Runtime:
 
     ``pricing`` and ``capture`` are forwarded to the provider gateway; ``None`` means the
     gateway's defaults (built-in price table, no capture).
+
+    ``stream_usage`` (default on): the runner adds ``stream_options.include_usage`` to the
+    application's streamed OpenAI chat requests that lack it, so their usage is reported
+    (docs/app-as-is.md); off, such a call settles ``usage_missing``.
     """
 
     instrumented: bool = True
 
-    def __init__(self, *, pricing: Any = None, providers: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pricing: Any = None,
+        providers: Mapping[str, Any] | None = None,
+        stream_usage: bool = True,
+    ) -> None:
         self.pricing = pricing
         self.providers = dict(providers or {})
+        self.stream_usage = stream_usage
 
     def chat(self, model_uri: str, messages: Sequence[Any], **options: Any) -> ChatResponse:
         """One measured chat completion through the provider gateway (``provider:model``)."""
