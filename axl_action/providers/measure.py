@@ -533,11 +533,16 @@ class Exchange:
             response_body=response_body,
             attempts=self.logical.attempts if self.logical is not None else 1,
         )
+        from axl_action.providers.gateway import _sink_setting  # gateway imports this module
+
+        redact_content = self.settings.redact_content or bool(_sink_setting(home.capture, "redact_content"))
+        limit = _sink_setting(home.capture, "max_record_bytes")
         record = build_record(
             provider=self.call.provider,
             model=model,
             exchange=exchange,
-            redact_content=self.settings.redact_content,
+            redact_content=redact_content,
+            **({"max_record_bytes": limit} if isinstance(limit, int) else {}),
         )
         record["api"] = self.call.api
         if self.injected:

@@ -564,3 +564,180 @@ def test_stream_broken_mid_event_is_usage_missing(
     item = run_items(workflow)["items"][0]
     assert item["accounting"]["reasons"] == {"usage_missing": 1}
     assert "item 0:" in capsys.readouterr().err
+
+
+# ---- Responses, Embeddings, tool calls, capture, LangChain
+
+
+def openai_apis(server: FakeLLMServer) -> None:
+    """Replies for /responses and /embeddings beside chat (the fake's default)."""
+
+    def answer(request: RecordedRequest) -> Reply:
+        body = request.body or {}
+        if request.path.endswith("/responses"):
+            return Reply(
+                200,
+                {
+                    "id": "resp_1",
+                    "object": "response",
+                    "created_at": 0,
+                    "model": "gpt-x",
+                    "status": "completed",
+                    "output": [
+                        {
+                            "type": "message",
+                            "id": "msg_1",
+                            "status": "completed",
+                            "role": "assistant",
+                            "content": [{"type": "output_text", "text": "hello", "annotations": []}],
+                        }
+                    ],
+                    "usage": {
+                        "input_tokens": 11,
+                        "output_tokens": 4,
+                        "total_tokens": 15,
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                    },
+                },
+            )
+        if request.path.endswith("/embeddings"):
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            return Reply(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"object": "embedding", "index": i, "embedding": [0.1, 0.2]}
+                        for i in range(len(inputs))
+                    ],
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 8 * len(inputs), "total_tokens": 8 * len(inputs)},
+                },
+            )
+        messages = body.get("messages") or []
+        if body.get("tools") and not any(m.get("role") == "tool" for m in messages):
+            return server.ok(
+                extra={
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "tool_calls",
+                            "message": {
+                                "role": "assistant",
+                                "content": None,
+                                "tool_calls": [
+                                    {
+                                        "id": "call_1",
+                                        "type": "function",
+                                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                                    }
+                                ],
+                            },
+                        }
+                    ]
+                }
+            )
+        return server.ok("sunny")
+
+    server.responder = answer
+
+
+def test_responses_and_embeddings_priced_by_the_model_the_reply_names(oa: FakeLLMServer) -> None:
+    openai_apis(oa)
+    client = openai.OpenAI(base_url=oa.base_url, api_key=KEY)
+
+    def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
+        # The request names an alias; the reply names the model that answered (gpt-x).
+        answer = client.responses.create(model="alias-latest", input="hi")
+        vectors = client.embeddings.create(model="text-embedding-3-small", input=["a", "b"])
+        return {"output": [answer.output_text, len(vectors.data)]}
+
+    item = run_items(workflow, rt=Runtime())["items"][0]
+    assert item["output"] == ["hello", 2]
+    acc = item["accounting"]
+    assert acc["operations"]["byKind"] == {"chat": 1, "embedding": 1}
+    assert acc["operations"]["settled"] == 1 and acc["reasons"] == {"unpriced_model": 1}  # gpt-x: no price
+    assert acc["usage"]["inputTokens"] == 11 + 16
+    assert item["cost"] == pytest.approx(16 * 0.02 / 1e6)  # the bundled embedding price
+    assert item["metadata"]["modelCallCounts"] == {"openai:gpt-x": 1}
+    priced = run_items(workflow)["items"][0]  # with gpt-x in the table
+    assert priced["cost"] == pytest.approx((11 * 10 + 4 * 30) / 1e6)
+
+
+def test_tool_calling_round_trip_two_operations_both_captured(oa: FakeLLMServer, tmp_path: Any) -> None:
+    from axl_action.providers.capture import CaptureSink
+
+    openai_apis(oa)
+    client = openai.OpenAI(base_url=oa.base_url, api_key=KEY)
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+
+    def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
+        messages: list[Any] = [{"role": "user", "content": "weather in Paris?"}]
+        first = client.chat.completions.create(model="fake-model", messages=messages, tools=tools)  # type: ignore[arg-type]
+        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        messages += [first.choices[0].message.model_dump(exclude_none=True)]
+        messages += [{"role": "tool", "tool_call_id": call.id, "content": "sunny, 21C"}]
+        final = client.chat.completions.create(model="fake-model", messages=messages, tools=tools)  # type: ignore[arg-type]
+        return {"output": final.choices[0].message.content}
+
+    sink = CaptureSink(tmp_path / "r.requests.jsonl")
+    result = run_eval(define_eval("wf", dataset(1), [], workflow), runtime(), capture=sink)
+    sink.close()
+    item = result.model_dump(by_alias=True, exclude_none=True)["items"][0]
+    assert item["output"] == "sunny"
+    assert item["accounting"]["operations"]["settled"] == 2
+    text = (tmp_path / "r.requests.jsonl").read_text("utf-8")
+    assert KEY not in text
+    records = [json.loads(line) for line in text.splitlines()]
+    assert [r["api"] for r in records] == ["openai.chat", "openai.chat"]
+    assert all(r["caseIndex"] == 0 for r in records)
+    assert (
+        records[0]["response"]["body"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
+        == "get_weather"
+    )
+    assert records[1]["request"]["body"]["messages"][-1]["role"] == "tool"
+
+
+def test_capture_records_that_include_usage_was_added(oa: FakeLLMServer, tmp_path: Any) -> None:
+    from axl_action.providers.capture import CaptureSink
+
+    streaming(oa)
+    client = openai.OpenAI(base_url=oa.base_url, api_key=KEY)
+
+    def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
+        stream = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "x"}], stream=True
+        )
+        return {"output": "".join(c.choices[0].delta.content or "" for c in stream if c.choices)}
+
+    sink = CaptureSink(tmp_path / "r.requests.jsonl")
+    run_eval(define_eval("wf", dataset(1), [], workflow), runtime(), capture=sink)
+    sink.close()
+    (record,) = [json.loads(line) for line in (tmp_path / "r.requests.jsonl").read_text("utf-8").splitlines()]
+    assert record["includeUsageAdded"] is True
+    assert record["request"]["body"]["stream_options"] == {"include_usage": True}
+    assert record["response"]["body"]["events"][-1]["usage"]["prompt_tokens"] == 12
+
+
+def test_langchain_over_openai_is_measured_once(oa: FakeLLMServer) -> None:
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(base_url=oa.base_url, api_key=KEY, model="fake-model")  # type: ignore[arg-type]
+
+    def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
+        return {"output": model.invoke("hi").content}
+
+    item = run_items(workflow)["items"][0]
+    assert item["output"] == "ok"
+    assert len(oa.requests) == 1
+    assert item["accounting"]["operations"]["total"] == 1
+    assert item["accounting"]["usage"]["inputTokens"] == 12
