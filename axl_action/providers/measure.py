@@ -39,7 +39,7 @@ from axl_action.providers import anthropic as anthropic_wire
 from axl_action.providers import google as google_wire
 from axl_action.providers import openai as openai_wire
 from axl_action.providers.base import usable_cost
-from axl_action.providers.capture import build_record
+from axl_action.providers.capture import MAX_RECORD_BYTES, build_record
 from axl_action.providers.pricing import PricingTable
 from axl_action.providers.redact import redact_headers, redact_secrets
 from axl_action.providers.types import CallTiming, TokenUsage, WireExchange
@@ -542,7 +542,7 @@ class Exchange:
             model=model,
             exchange=exchange,
             redact_content=redact_content,
-            **({"max_record_bytes": limit} if isinstance(limit, int) else {}),
+            max_record_bytes=limit if isinstance(limit, int) else MAX_RECORD_BYTES,
         )
         record["api"] = self.call.api
         if self.injected:
