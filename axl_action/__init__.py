@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from axl_action.evals.definition import EvalDefinition, define_eval
     from axl_action.evals.runner import run_eval
     from axl_action.evals.scorer import Scorer, scorer
+    from axl_action.providers.intercept import measure_model_calls
     from axl_action.runtime.runtime import Runtime
+    from axl_action.runtime.scope import ContextThreadPoolExecutor, propagate_context
 
 _EXPORTS: dict[str, str] = {
     "Dataset": "axl_action.evals.dataset",
@@ -27,9 +29,13 @@ _EXPORTS: dict[str, str] = {
     "define_eval": "axl_action.evals.definition",
     "run_eval": "axl_action.evals.runner",
     "Runtime": "axl_action.runtime.runtime",
+    "measure_model_calls": "axl_action.providers.intercept",
+    "propagate_context": "axl_action.runtime.scope",
+    "ContextThreadPoolExecutor": "axl_action.runtime.scope",
 }
 
 __all__ = [
+    "ContextThreadPoolExecutor",
     "Dataset",
     "EvalDefinition",
     "Runtime",
@@ -37,6 +43,8 @@ __all__ = [
     "dataset",
     "define_eval",
     "llm_scorer",
+    "measure_model_calls",
+    "propagate_context",
     "run_eval",
     "scorer",
 ]

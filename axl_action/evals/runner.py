@@ -46,14 +46,17 @@ from axl_action.evals.scoring import (
     usable_cost,
 )
 from axl_action.evals.summary import build_metadata_rollups, model_timing
+from axl_action.providers.intercept import measure_model_calls, runtime_pricing, warn_unattributed
 from axl_action.redaction import redact, redact_deep
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import (
     CaptureSink,
+    Scope,
     TrackResult,
     is_abort,
     is_admission_denial,
+    side_scope,
 )
 from axl_action.schema.accounting import Accounting, aggregate_accounting
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
@@ -275,16 +278,22 @@ def execute_run(
         def task(k: int) -> None:
             process(todo[k])
 
+    stray: list[Scope[Any]] = []
+
+    def run_items() -> None:
+        # The application's own SDK calls are measured for the whole run (see
+        # providers/intercept.py); those no item owns land in the run's unattributed scope.
+        stray.append(side_scope())
+        with measure_model_calls(
+            pricing=runtime_pricing(runtime),
+            include_usage=bool(getattr(runtime, "stream_usage", True)),
+            redact_content=bool(getattr(runtime, "redact_content", False)),
+            unattributed=stray[0],
+        ):
+            run_pool(count, concurrency if concurrency is not None else definition.concurrency, task)
+
     try:
-        run_scope = tracker(
-            lambda: run_pool(
-                count,
-                concurrency if concurrency is not None else definition.concurrency,
-                task,
-            ),
-            admission=admission,
-            capture=refs,
-        )
+        run_scope = tracker(run_items, admission=admission, capture=refs)
     except BaseException as stop:
         if on_abandoned is not None and not isinstance(stop, Exception):
             on_abandoned(sum(1 for r in results if r is _IN_FLIGHT))
@@ -298,6 +307,11 @@ def execute_run(
     if prior_accounting:
         accounting = fold_accounting([accounting, *prior_accounting])
     accounting["scope"] = "run"
+    if stray and stray[0].measured:
+        # Calls no item owns (import time, a thread that lost its context): in the run's
+        # totals and budget above, and shown apart here, never dropped.
+        accounting["unattributed"] = dict(stray[0].accounting)
+        warn_unattributed(accounting["unattributed"])
     if admission is not None:
         accounting["budget"] = admission.snapshot()
     # Only a run that made measured calls was priced (and then the table is already loaded).
@@ -527,7 +541,9 @@ def _process_item(
             error = generation.error
             assert error is not None
             drop_traceback(error)
-            if is_admission_denial(error):
+            if is_admission_denial(error) or (generation.ledger is not None and generation.ledger.denied > 0):
+                # The second test: an SDK call the budget refused, whose made-up 402 reply
+                # the SDK raised as its own error type.
                 note_closure(admission, "operation")
                 item["outcome"] = "budget_interrupted"
                 item["error"] = "Budget interrupted"
@@ -566,7 +582,8 @@ def _process_item(
     scope = tracker(
         body,
         purpose="generation",
-        capture_correlation={"caseIndex": index} if env.capturing else None,
+        # Always set: it names the item in capture records and in measurement warnings.
+        capture_correlation={"caseIndex": index},
     )
     if scope.status == "rejected":
         # A broken workflow contract (not a mapping, no output): an ordinary item failure.

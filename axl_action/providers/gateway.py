@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from axl_action.providers.base import HttpProvider, Provider
 from axl_action.providers.capture import build_record
 from axl_action.providers.errors import ProviderConfigError, ProviderError
+from axl_action.providers.measure import settle_usage
 from axl_action.providers.pricing import PricingTable
 from axl_action.providers.registry import ProviderRegistry, default_registry, parse_model_uri
 from axl_action.providers.types import CallTiming, ChatMessage, ChatRequest, ChatResponse, TokenUsage
@@ -309,30 +310,10 @@ def _replayed(entry: CacheEntry, model_uri: str) -> ChatResponse:
 def settle(
     op: Operation, model_uri: str, response: ChatResponse, table: PricingTable
 ) -> CertifiedCost | None:
-    """Settle ``op`` from ``response`` (see the module docstring for the rules); returns the
+    """Settle ``op`` from ``response`` (the one rule: :func:`measure.settle_usage`); returns the
     cost it settled at, with its provenance (what a cache entry certifies), or ``None``."""
-    from axl_action.cache import CertifiedCost
-
-    usage = response.usage.to_wire() if response.usage is not None else None
-    if response.provider_cost is not None:
-        table.note_call(model_uri, "provider_cost")
-        op.settle(response.provider_cost, usage or {}, response.cost_provenance)
-        if op.state != "settled":
-            return None
-        provenance = response.cost_provenance
-        known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
-        return CertifiedCost(usd=response.provider_cost, provenance=known)
-    if response.usage is None:
-        table.note_call(model_uri, "no_usage")
-        op.unknown("usage_missing")
-        return None
-    estimate = table.price(model_uri, response.usage)
-    if estimate is None:
-        op.unknown("unpriced_model", usage)
-        return None
-    op.settle(estimate, usage or {}, "price_table_estimate")
-    return CertifiedCost(
-        usd=estimate, provenance="price_table_estimate", price_table=" + ".join(table.sources)
+    return settle_usage(
+        op, model_uri, response.usage, response.provider_cost, response.cost_provenance, table
     )
 
 

@@ -25,16 +25,26 @@ class Runtime:
     ``pricing`` and ``capture`` are forwarded to the provider gateway; ``None`` means the
     gateway's defaults (built-in price table, no capture). ``cache`` is the response cache
     (:class:`axl_action.cache.ResponseCache`, docs/cache.md); ``None`` makes every call live.
+
+    ``stream_usage`` (default on): the runner adds ``stream_options.include_usage`` to the
+    application's streamed OpenAI chat requests that lack it, so their usage is reported
+    (docs/app-as-is.md); off, such a call settles ``usage_missing``.
     """
 
     instrumented: bool = True
 
     def __init__(
-        self, *, pricing: Any = None, providers: Mapping[str, Any] | None = None, cache: Any = None
+        self,
+        *,
+        pricing: Any = None,
+        providers: Mapping[str, Any] | None = None,
+        cache: Any = None,
+        stream_usage: bool = True,
     ) -> None:
         self.pricing = pricing
         self.providers = dict(providers or {})
         self.cache = cache
+        self.stream_usage = stream_usage
 
     def with_cache(self, cache: Any) -> Runtime:
         """A runtime like this one with another cache (the CLI gives each ``--runs`` repeat its

@@ -316,7 +316,7 @@ class Scope(Generic[T]):
         if self._open:
             with _LOCK:
                 for op in list(self._open):
-                    op._unknown_locked("abandoned", None)
+                    op._abandon_locked()
 
     # ---- what the scope measured (read after it finished)
 
@@ -397,7 +397,18 @@ def _controllers(chain: tuple[Scope[Any], ...]) -> tuple[AdmissionController, ..
 class Operation:
     """One measured operation (a provider call, a tool call, a declared external operation)."""
 
-    __slots__ = ("_chain", "_controllers", "_dispatched", "_home", "_state", "id", "kind", "model", "purpose")
+    __slots__ = (
+        "_chain",
+        "_controllers",
+        "_dispatched",
+        "_home",
+        "_state",
+        "id",
+        "kind",
+        "model",
+        "on_abandon",
+        "purpose",
+    )
 
     def __init__(self, kind: str, model: str | None, home: Scope[Any] | None) -> None:
         self.id = f"op_{next(_ids)}"
@@ -409,6 +420,27 @@ class Operation:
         self.purpose: Purpose = home.purpose if home is not None else "generation"
         self._state = "open"
         self._dispatched = False
+        self.on_abandon: Literal["free", "usage_missing"] | None = None
+        """How the operation settles if it is still open when abandoned: ``None`` unknown
+        ``abandoned``; ``free`` a known 0 (its last attempt got a 4xx/5xx, which is not
+        billed, and no retry followed); ``usage_missing`` (its last attempt got no reply)."""
+
+    @property
+    def home(self) -> Scope[Any] | None:
+        """The scope the operation was opened in (``None``: detached)."""
+        return self._home
+
+    def abandon(self) -> None:
+        """Settle an operation nobody will settle any more, as ``on_abandon`` says."""
+        with _LOCK:
+            if self._state == "open":
+                self._abandon_locked()
+
+    def _abandon_locked(self) -> None:
+        if self.on_abandon == "free":
+            self._settle_locked(0, None, "provider_reported")
+        else:
+            self._unknown_locked(self.on_abandon or "abandoned", None)
 
     @property
     def state(self) -> str:
@@ -473,17 +505,20 @@ class Operation:
                 reported = bool(usage) and any(_usable(v) and v > 0 for v in (usage or {}).values())
                 self._unknown_locked("unpriced_model" if reported else "usage_missing", usage)
                 return
-            bucket = self._bucket()
-            for scope in self._chain:
-                ledger = scope.open_ledger()
-                ledger.add_usage(usage)
-                ledger.settled += 1
-                ledger.known_cost += cost
-                ledger.breakdown[bucket] += cost
-                ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
-            for controller in self._controllers:
-                controller.charge(cost)
-            self._close("settled")
+            self._settle_locked(cost, usage, provenance)
+
+    def _settle_locked(self, cost: float, usage: Mapping[str, float] | None, provenance: str) -> None:
+        bucket = self._bucket()
+        for scope in self._chain:
+            ledger = scope.open_ledger()
+            ledger.add_usage(usage)
+            ledger.settled += 1
+            ledger.known_cost += cost
+            ledger.breakdown[bucket] += cost
+            ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
+        for controller in self._controllers:
+            controller.charge(cost)
+        self._close("settled")
 
     def replay(self, certified: float | None) -> None:
         """Settle a call the response cache answered: billed $0 (nothing was sent, so the
@@ -542,11 +577,13 @@ class Operation:
             return
 
 
-def open_operation(kind: str, *, model: str | None = None) -> Operation:
-    """Open an operation in the current scope chain; refused while any budget there is closed."""
+def open_operation(kind: str, *, model: str | None = None, home: Scope[Any] | None = None) -> Operation:
+    """Open an operation in the current scope chain (or ``home``'s, for a call no scope of the
+    calling context owns); refused while any budget there is closed."""
     if kind not in KINDS:
         raise ValueError(f"unknown operation kind {kind!r}; expected one of {', '.join(KINDS)}")
-    home = _current.get()
+    if home is None:
+        home = _current.get()
     op = Operation(kind, model, home)
     with _LOCK:
         if any(c.closed for c in op._controllers):
@@ -564,6 +601,45 @@ def open_operation(kind: str, *, model: str | None = None) -> Operation:
         if home is not None:
             home.opened(op)
     return op
+
+
+def propagate_context(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` bound to a copy of the calling context, to run on a thread the app starts itself.
+
+    Model calls are attributed to the item whose context they run in; a new thread starts
+    with an empty context (``threading.Thread``, ``ThreadPoolExecutor.submit``), so calls made
+    there are the run's ``unattributed`` spend unless the thread runs in a copy of the item's
+    context: ``Thread(target=propagate_context(work))``.
+    """
+    context = contextvars.copy_context()
+
+    def run(*args: Any, **kwargs: Any) -> T:
+        return context.run(fn, *args, **kwargs)
+
+    return run
+
+
+class ContextThreadPoolExecutor(ThreadPoolExecutor):
+    """A ``ThreadPoolExecutor`` whose tasks run in a copy of the submitter's context, so the
+    model calls they make are attributed to the item that submitted them."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Any:
+        return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+
+def side_scope(purpose: Purpose = "generation") -> Scope[Any]:
+    """A child of the current scope that no context runs in: operations opened with it as
+    ``home`` are recorded in it and in every scope above it (budgets included). The runner
+    keeps the run's ``unattributed`` calls (made where no item owns them) in one."""
+    parent = _current.get()
+    return Scope(
+        parent,
+        purpose,
+        None,
+        parent.capture if parent is not None else None,
+        parent.correlation if parent is not None else _NO_CORRELATION,
+        False,
+    )
 
 
 _PLAIN = (dict, list, str, int, float, bool, type(None), tuple)

@@ -21,6 +21,7 @@ import struct
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -45,6 +46,9 @@ class Reply:
     truncate_after: int | None = None
     """Send the status, the headers (with the full ``content-length``) and only this many body
     bytes, then abort the connection (RST)."""
+    stall_after: int | None = None
+    """Send the status, the headers and only this many body bytes, then stall (as a model
+    still generating does) for up to a second and close: for clients that stop reading early."""
     chunked: bool = False
     """Send the body with ``transfer-encoding: chunked`` (64 KiB chunks) instead of a length."""
 
@@ -81,6 +85,9 @@ class FakeLLMServer:
         self._prefix = request_id_prefix
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.responder: Callable[[RecordedRequest], Reply] | None = None
+        """Answers a request when the script is empty (a reply that depends on the request:
+        the usage of a prompt, a tool call for a tool-calling turn)."""
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -240,6 +247,131 @@ class FakeLLMServer:
         reply.delay = seconds
         return reply
 
+    def streamed(
+        self,
+        text: str = "streamed answer",
+        *,
+        usage: dict[str, Any] | None = None,
+        model: str = "fake-model",
+        include_usage: bool = True,
+    ) -> Reply:
+        """A server-sent-events reply in the flavor's documented event order.
+
+        OpenAI: ``chat.completion.chunk`` events, then (only when the request asked for
+        ``include_usage``: pass it) a last chunk with empty ``choices`` and the usage, then
+        ``[DONE]``. Anthropic: ``message_start`` (input usage) ``content_block_start`` ``ping``
+        ``content_block_delta``… ``content_block_stop`` ``message_delta`` (cumulative output
+        usage) ``message_stop``. Gemini (``alt=sse``): GenerateContentResponse chunks, each
+        with the running ``usageMetadata``, the last with ``finishReason``.
+        """
+        words = [w + " " for w in text.split(" ")]
+        words[-1] = words[-1].rstrip()
+        events: list[tuple[str | None, Any]] = []
+        if self.flavor == "openai":
+            u = usage or {
+                "prompt_tokens": 12,
+                "completion_tokens": len(words),
+                "total_tokens": 12 + len(words),
+            }
+            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model}
+            events.append(
+                (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+            )
+            for word in words:
+                events.append((None, {**base, "choices": [{"index": 0, "delta": {"content": word}}]}))
+            events.append((None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+            if include_usage:
+                events.append((None, {**base, "choices": [], "usage": u}))
+            events.append((None, "[DONE]"))
+        elif self.flavor == "anthropic":
+            u = usage or {"input_tokens": 12, "output_tokens": len(words)}
+            start_usage = {"input_tokens": u.get("input_tokens", 0), "output_tokens": 1}
+            events.append(
+                (
+                    "message_start",
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "id": "msg_fake",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": [],
+                            "stop_reason": None,
+                            "stop_sequence": None,
+                            "usage": start_usage,
+                        },
+                    },
+                )
+            )
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            events.append(("ping", {"type": "ping"}))
+            for word in words:
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": word},
+                        },
+                    )
+                )
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            delta_usage = {k: v for k, v in u.items() if k != "input_tokens"}
+            events.append(
+                (
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                        "usage": delta_usage,
+                    },
+                )
+            )
+            events.append(("message_stop", {"type": "message_stop"}))
+        else:
+            u = usage or {
+                "promptTokenCount": 12,
+                "candidatesTokenCount": len(words),
+                "totalTokenCount": 12 + len(words),
+            }
+            for index, word in enumerate(words):
+                last = index == len(words) - 1
+                candidate: dict[str, Any] = {
+                    "content": {"role": "model", "parts": [{"text": word}]},
+                    "index": 0,
+                }
+                if last:
+                    candidate["finishReason"] = "STOP"
+                running = dict(u) if last else {"promptTokenCount": u.get("promptTokenCount", 0)}
+                events.append(
+                    (
+                        None,
+                        {
+                            "candidates": [candidate],
+                            "usageMetadata": running,
+                            "modelVersion": model,
+                            "responseId": "r",
+                        },
+                    )
+                )
+        out = bytearray()
+        for name, data in events:
+            if name is not None:
+                out += f"event: {name}\n".encode()
+            out += b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
+        return Reply(200, bytes(out), {"content-type": "text/event-stream"})
+
     # --- wire formats --------------------------------------------------------------------
 
     def _success_body(self, text: str, usage: dict[str, Any] | None, model: str) -> dict[str, Any]:
@@ -317,7 +449,12 @@ class FakeLLMServer:
                     time.monotonic(),
                 )
             )
-            reply = self._script.popleft() if self._script else Reply(delay=self.default_delay)
+            if self._script:
+                reply = self._script.popleft()
+            elif self.responder is not None:
+                reply = self.responder(self.requests[-1])
+            else:
+                reply = Reply(delay=self.default_delay)
             hold = self._hold_after is not None and number > self._hold_after
         if hold:
             self._held.wait()
@@ -358,6 +495,12 @@ class FakeLLMServer:
                 sock = handler.connection
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 sock.close()
+                return
+            if reply.stall_after is not None:
+                handler.wfile.write(data[: reply.stall_after])
+                handler.wfile.flush()
+                time.sleep(1.0)
+                handler.close_connection = True
                 return
             if reply.chunked:
                 for at in range(0, len(data), 65536):

@@ -1,0 +1,438 @@
+"""Hooks on the application's own HTTP clients, so its SDK calls are measured as they are.
+
+The official ``openai``, ``anthropic`` and ``google-genai`` clients send every request through
+``httpx2`` (their current releases) or ``httpx`` (older releases, LangChain's and LiteLLM's own
+clients); older code uses ``requests``. While a measurement is installed (the runner installs
+one around every run; :func:`measure_model_calls` is the same for programmatic use) the
+``send`` method of each of those clients that the application has installed is wrapped: a
+request recognised as a model call (``providers/measure.py``) is checked for admission before
+it leaves and settled from its reply; anything else passes through untouched.
+
+Nothing here imports a client library at module load: each is imported when a measurement is
+installed, and only if the application has it. The wrapping is process-wide while installed
+(an SDK client may have been made anywhere, at import time included), re-entrant (nested
+installs share one set of hooks) and thread-safe; the original methods are restored exactly
+when the last measurement ends. Who pays for a call is decided per call from the calling
+context (``contextvars``), so concurrent items never mix; a call no item owns is counted as the
+run's ``unattributed`` spend.
+
+A request the budget refuses is not sent. Its reply is made up here: HTTP 402 with the
+provider's own error body and ``x-should-retry: false``, which the openai and anthropic clients
+obey before their status rules, and which google-genai does not retry (402 is not in its retry
+statuses), so no SDK retries a refusal. The runner maps an item that failed after a refusal to
+the same budget outcome as ``runtime.chat``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any
+
+import orjson
+
+from axl_action.providers.measure import (
+    DENIED_HEADERS,
+    DENIED_STATUS,
+    Call,
+    Exchange,
+    Settings,
+    SSEDecoder,
+    denied_body,
+    recognise,
+    recognise_path,
+    wants_usage_injection,
+)
+from axl_action.providers.pricing import PricingTable
+from axl_action.runtime.scope import Scope
+
+_HTTPX_LIBRARIES = ("httpx2", "httpx")
+
+_lock = threading.Lock()
+_installed: list[Settings] = []
+_restore: list[tuple[type, str, Any]] = []
+# Set while a measured request is inside a hooked client: a client that sends through another
+# hooked client (a wrapper over a wrapper) is counted once, by the outermost.
+_inside: ContextVar[bool] = ContextVar("axl_measured_request", default=False)
+
+
+def _current() -> Settings | None:
+    return _installed[-1] if _installed else None
+
+
+@contextlib.contextmanager
+def measure_model_calls(
+    *,
+    pricing: PricingTable | None = None,
+    include_usage: bool = True,
+    redact_content: bool = False,
+    unattributed: Scope[Any] | None = None,
+) -> Iterator[None]:
+    """Measure the model calls the application's SDK clients make while the block runs.
+
+    Calls made inside a scope (``runtime.scope.track``, an eval item) are recorded in it,
+    priced by ``pricing`` (default: the bundled table) and refused before they are sent when a
+    budget of that scope closes. ``include_usage=False`` leaves streamed OpenAI chat requests
+    as the app wrote them (without ``stream_options.include_usage`` such a call settles
+    ``usage_missing``). ``unattributed``: the scope that records calls no scope owns (default:
+    none; they are then measured but recorded nowhere).
+    """
+    settings = Settings(pricing, include_usage, redact_content, unattributed)
+    install(settings)
+    try:
+        yield
+    finally:
+        uninstall(settings)
+
+
+def install(settings: Settings) -> None:
+    """Start measuring with ``settings`` (hooks are installed by the first measurement)."""
+    with _lock:
+        if not _installed:
+            _hook_all()
+        _installed.append(settings)
+
+
+def uninstall(settings: Settings) -> None:
+    """Stop measuring with ``settings``; the last one out restores the original methods."""
+    with _lock:
+        with contextlib.suppress(ValueError):
+            _installed.remove(settings)
+        if not _installed:
+            for owner, name, original in reversed(_restore):
+                setattr(owner, name, original)
+            _restore.clear()
+
+
+def installed() -> bool:
+    """True while a measurement is installed."""
+    return bool(_installed)
+
+
+def _optional(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _patch(owner: type, name: str, replacement: Any) -> None:
+    _restore.append((owner, name, owner.__dict__[name]))
+    setattr(owner, name, replacement)
+
+
+def _hook_all() -> None:
+    for name in _HTTPX_LIBRARIES:
+        lib = _optional(name)
+        if lib is not None:
+            _patch(lib.Client, "send", _httpx_sync(lib, lib.Client.__dict__["send"]))
+            _patch(lib.AsyncClient, "send", _httpx_async(lib, lib.AsyncClient.__dict__["send"]))
+    requests = _optional("requests")
+    if requests is not None:
+        _patch(requests.Session, "send", _requests_send(requests, requests.Session.__dict__["send"]))
+
+
+# ---- shared steps
+
+
+def _begin(
+    method: str, url: str, path: str, headers: Any, body_of: Callable[[], bytes | None]
+) -> Exchange | None:
+    """The exchange for a request if it is a measured model call, else ``None``."""
+    settings = _current()
+    if settings is None or _inside.get():
+        return None
+    api = recognise_path(method, path)
+    if api is None:
+        return None
+    body = body_of()
+    if body is None:
+        return None
+    call = recognise(api, path, body)
+    if call is None:
+        return None
+    injected = False
+    if settings.include_usage:
+        new = wants_usage_injection(call, body)
+        if new is not None:
+            body, injected = new, True
+    return Exchange(call, settings, url, headers, body, injected)
+
+
+def _denied_content(call: Call) -> bytes:
+    return orjson.dumps(denied_body(call))
+
+
+class _Tap:
+    """Reads a reply's bytes as the application reads them, and settles at the end."""
+
+    __slots__ = ("_buffer", "_decoder", "_decompress", "_ex", "_size")
+
+    def __init__(self, ex: Exchange, content_type: str, encoding: str) -> None:
+        self._ex = ex
+        sse = "text/event-stream" in content_type or (ex.call.stream and "json" not in content_type)
+        self._decoder = SSEDecoder(ex.feed_event) if sse else None
+        self._buffer: list[bytes] = []
+        self._size = 0
+        encoding = encoding.strip().lower()
+        self._decompress: Any = None
+        if encoding in ("gzip", "deflate"):
+            self._decompress = zlib.decompressobj(47 if encoding == "gzip" else zlib.MAX_WBITS)
+        elif encoding not in ("", "identity"):
+            self._decompress = False  # br, zstd...: not decoded here
+
+    def feed(self, raw: bytes, *, decoded: bool = False) -> None:
+        if self._decompress is False and not decoded:
+            return
+        chunk = self._decompress.decompress(raw) if self._decompress and not decoded else raw
+        if self._decoder is not None:
+            self._decoder.feed(chunk)
+        else:
+            self._size += len(chunk)
+            if self._size <= 32 * 1024 * 1024:
+                self._buffer.append(chunk)
+
+    def finish(self, *, complete: bool, broken: str | None = None, decoded: bool = False) -> None:
+        if self._decompress is False and not decoded:
+            broken = broken or "the reply is compressed with an encoding this measurement does not decode"
+        if self._decoder is not None:
+            if complete:
+                self._decoder.finish()
+            self._ex.settle(None, events=True, complete=complete, broken=broken or self._decoder.broken)
+        else:
+            self._ex.settle(b"".join(self._buffer), events=False, complete=complete, broken=broken)
+
+
+def _broke(exc: BaseException) -> str:
+    return f"the reply broke off while it was read ({type(exc).__name__})"
+
+
+# ---- httpx / httpx2
+
+
+def _httpx_request(lib: Any, request: Any, ex: Exchange) -> Any:
+    """The request to send: the original, or a copy carrying the rewritten body."""
+    if not ex.injected:
+        return request
+    headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
+    return lib.Request(
+        request.method, request.url, headers=headers, content=ex.request_body, extensions=request.extensions
+    )
+
+
+def _httpx_exchange(request: Any) -> Exchange | None:
+    def body() -> bytes | None:
+        try:
+            content = request.content
+        except Exception:  # a streamed upload (files): not a model call's JSON body
+            return None
+        return content if isinstance(content, bytes) else None
+
+    return _begin(request.method, str(request.url), request.url.path, request.headers, body)
+
+
+def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    class SyncTap(lib.SyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any, tap: _Tap) -> None:
+            self._inner, self._tap = inner, tap
+
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                for chunk in self._inner:
+                    self._tap.feed(chunk)
+                    yield chunk
+            except Exception as exc:
+                self._tap.finish(complete=False, broken=_broke(exc))
+                raise
+            self._tap.finish(complete=True)
+
+        def close(self) -> None:
+            try:
+                self._inner.close()
+            finally:
+                self._tap.finish(complete=False)  # no-op after a full read
+
+    def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        ex = _httpx_exchange(request)
+        if ex is None:
+            return original(self, request, *args, **kwargs)
+        request = _httpx_request(lib, request, ex)
+        if not ex.dispatch():
+            return lib.Response(
+                DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
+            )
+        token = _inside.set(True)
+        try:
+            response = original(self, request, *args, **kwargs)
+        except BaseException:
+            ex.failed(0)
+            raise
+        finally:
+            _inside.reset(token)
+        return _httpx_reply(ex, response, kwargs.get("stream", False), SyncTap)
+
+    send.__wrapped__ = original  # type: ignore[attr-defined]
+    return send
+
+
+def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    class AsyncTap(lib.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any, tap: _Tap) -> None:
+            self._inner, self._tap = inner, tap
+
+        async def __aiter__(self) -> Any:
+            try:
+                async for chunk in self._inner:
+                    self._tap.feed(chunk)
+                    yield chunk
+            except Exception as exc:
+                self._tap.finish(complete=False, broken=_broke(exc))
+                raise
+            self._tap.finish(complete=True)
+
+        async def aclose(self) -> None:
+            try:
+                await self._inner.aclose()
+            finally:
+                self._tap.finish(complete=False)
+
+    async def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        ex = _httpx_exchange(request)
+        if ex is None:
+            return await original(self, request, *args, **kwargs)
+        request = _httpx_request(lib, request, ex)
+        if not ex.dispatch():
+            return lib.Response(
+                DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
+            )
+        token = _inside.set(True)
+        try:
+            response = await original(self, request, *args, **kwargs)
+        except BaseException:
+            ex.failed(0)
+            raise
+        finally:
+            _inside.reset(token)
+        return _httpx_reply(ex, response, kwargs.get("stream", False), AsyncTap)
+
+    send.__wrapped__ = original  # type: ignore[attr-defined]
+    return send
+
+
+def _httpx_reply(ex: Exchange, response: Any, streamed: bool, tap_class: Any) -> Any:
+    status = response.status_code
+    ex.headers_received(status)
+    if not 200 <= status < 300:
+        ex.failed(status)
+        return response
+    tap = _Tap(ex, response.headers.get("content-type", ""), response.headers.get("content-encoding", ""))
+    if not streamed:
+        # httpx read the whole body inside send: .content is already decoded.
+        tap.feed(response.content, decoded=True)
+        tap.finish(complete=True, decoded=True)
+        return response
+    response.stream = tap_class(response.stream, tap)
+    return response
+
+
+# ---- requests
+
+
+def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[..., Any]:
+    def send(self: Any, request: Any, **kwargs: Any) -> Any:
+        def body() -> bytes | None:
+            raw = request.body
+            if isinstance(raw, str):
+                return raw.encode("utf-8")
+            return raw if isinstance(raw, bytes) else None
+
+        url = request.url or ""
+        ex = _begin(request.method or "", url, request.path_url.split("?", 1)[0], request.headers, body)
+        if ex is None:
+            return original(self, request, **kwargs)
+        if ex.injected:
+            request = request.copy()
+            request.body = ex.request_body
+            request.headers["Content-Length"] = str(len(ex.request_body))
+        if not ex.dispatch():
+            import io
+
+            response = requests.Response()
+            response.status_code = DENIED_STATUS
+            response.headers = requests.structures.CaseInsensitiveDict(DENIED_HEADERS)
+            response.raw = io.BytesIO(_denied_content(ex.call))
+            response.url = url
+            response.request = request
+            response.reason = "Payment Required"
+            return response
+        token = _inside.set(True)
+        try:
+            response = original(self, request, **kwargs)
+        except BaseException:
+            ex.failed(0)
+            raise
+        finally:
+            _inside.reset(token)
+        status = response.status_code
+        ex.headers_received(status)
+        if not 200 <= status < 300:
+            ex.failed(status)
+            return response
+        # requests decodes content-encoding itself: the tap sees decoded bytes.
+        tap = _Tap(ex, response.headers.get("content-type", ""), "")
+        if not kwargs.get("stream"):
+            tap.feed(response.content)
+            tap.finish(complete=True)
+            return response
+        inner_iter = response.iter_content
+        inner_close = response.close
+
+        def iter_content(chunk_size: int | None = 1, decode_unicode: bool = False) -> Iterator[Any]:
+            try:
+                for chunk in inner_iter(chunk_size=chunk_size, decode_unicode=False):
+                    tap.feed(chunk)
+                    yield chunk.decode(response.encoding or "utf-8") if decode_unicode else chunk
+            except Exception as exc:
+                tap.finish(complete=False, broken=_broke(exc))
+                raise
+            tap.finish(complete=True)
+
+        def close() -> None:
+            try:
+                inner_close()
+            finally:
+                tap.finish(complete=False)
+
+        response.iter_content = iter_content
+        response.close = close
+        return response
+
+    send.__wrapped__ = original  # type: ignore[attr-defined]
+    return send
+
+
+__all__ = ["installed", "measure_model_calls"]
+
+
+def runtime_pricing(runtime: Any) -> PricingTable | None:
+    """The runtime's price table (``Runtime(pricing=...)``), or ``None`` for the bundled one."""
+    table = getattr(runtime, "pricing", None)
+    return table if isinstance(table, PricingTable) else None
+
+
+def warn_unattributed(record: Any) -> None:
+    """One console line for the run's unattributed spend (calls no item owned)."""
+    from axl_action.evals.log import warn
+    from axl_action.formatting import plural, usd
+
+    ops = record.get("operations", {})
+    calls = int(ops.get("total", 0) + ops.get("denied", 0))
+    warn(
+        f"{plural(calls, 'model call')} ran outside any item (unattributed, {usd(record.get('knownCost', 0))}): "
+        "run them inside the workflow, or propagate the context to your own threads "
+        "(axl_action.propagate_context / ContextThreadPoolExecutor)"
+    )

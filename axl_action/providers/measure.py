@@ -1,0 +1,659 @@
+"""Measure one model call's HTTP exchange: recognition, admission, settlement, timing, capture.
+
+This module is the one place that turns an HTTP request to a model API into an accounting
+operation (``runtime.scope``), whoever sent it: the application's own SDK clients through
+the hooks of ``providers/intercept.py`` today, the project's own providers later. Its two
+seams are :meth:`Exchange.dispatch` (a request is about to leave: the admission check) and
+:meth:`Exchange.settle` (its reply is complete: usage, price, timing, capture). A response
+cache would sit exactly there.
+
+Recognition is by path and request/reply shape, never by host, so ``base_url`` overrides and
+compatible servers (vLLM, llama.cpp, LiteLLM, Ollama) are measured too:
+
+* OpenAI ``…/chat/completions``, ``…/responses``, ``…/embeddings``;
+* Anthropic ``…/messages``;
+* Gemini ``…/models/<model>:generateContent`` and ``:streamGenerateContent``.
+
+One operation per logical call, one attempt per HTTP request: an SDK's retry (the
+``x-stainless-retry-count`` header says so, or the same request again right after a failed
+attempt in the same context) joins the operation its first attempt opened. A 2xx with usage is
+priced; a 4xx/5xx attempt is free (a call whose every attempt failed settles at a known 0); a
+2xx whose reply is cut off, not of the expected shape, or reports unusable counts settles
+``usage_missing`` with a warning naming the item, never a guessed or zero price.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from axl_action.providers import anthropic as anthropic_wire
+from axl_action.providers import google as google_wire
+from axl_action.providers import openai as openai_wire
+from axl_action.providers.base import usable_cost
+from axl_action.providers.capture import MAX_RECORD_BYTES, build_record
+from axl_action.providers.pricing import PricingTable
+from axl_action.providers.redact import redact_headers, redact_secrets
+from axl_action.providers.types import CallTiming, TokenUsage, WireExchange
+from axl_action.runtime.scope import (
+    AdmissionDeniedError,
+    Operation,
+    Scope,
+    current_scope,
+    open_operation,
+)
+
+if TYPE_CHECKING:
+    from axl_action.cache import CertifiedCost
+
+DENIED_STATUS = 402
+"""HTTP status of the reply a refused request gets instead of being sent ("Payment Required")."""
+DENIED_HEADER = "x-axl-eval-admission"
+"""Header (value ``denied``) that marks a reply made up by the budget, never by a server."""
+
+_GEMINI_PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
+_MAX_BODY = 32 * 1024 * 1024  # a reply larger than this is not parsed for usage
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A recognised model call: which API, which model, streamed or not."""
+
+    api: str
+    """``openai.chat``, ``openai.responses``, ``openai.embeddings``, ``anthropic.messages``,
+    ``gemini.generate``."""
+    provider: str
+    """The provider half of the model URI: ``openai``, ``anthropic`` or ``google``."""
+    model: str
+    """The model the request names (``""`` when it names none)."""
+    stream: bool
+    """The request asks for server-sent events."""
+
+    @property
+    def kind(self) -> str:
+        """The operation kind (``scope.KINDS``)."""
+        if self.api == "openai.embeddings":
+            return "embedding"
+        return "stream" if self.stream else "chat"
+
+
+def recognise_path(method: str, path: str) -> str | None:
+    """The API a request path belongs to (cheap: no body is read), or ``None``."""
+    if method != "POST":
+        return None
+    if path.endswith("/chat/completions"):
+        return "openai.chat"
+    if path.endswith("/responses"):
+        return "openai.responses"
+    if path.endswith("/embeddings"):
+        return "openai.embeddings"
+    if path.endswith("/messages"):
+        return "anthropic.messages"
+    if ":generateContent" in path or ":streamGenerateContent" in path:
+        return "gemini.generate"
+    return None
+
+
+def recognise(api: str, path: str, body: bytes) -> Call | None:
+    """The call a request of ``api`` (from :func:`recognise_path`) makes, or ``None`` when its
+    body is not the JSON object that API takes (then it passes unmeasured)."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if api == "gemini.generate":
+        match = _GEMINI_PATH.search(path)
+        if match is None:
+            return None
+        return Call(api, "google", match.group(1), match.group(2) == "streamGenerateContent")
+    model = data.get("model")
+    if not isinstance(model, str):
+        return None
+    if api == "openai.embeddings":
+        return Call(api, "openai", model, False) if "input" in data else None
+    if api == "anthropic.messages":
+        if "messages" not in data or "max_tokens" not in data:
+            return None
+        return Call(api, "anthropic", model, data.get("stream") is True)
+    if api == "openai.chat" and "messages" not in data:
+        return None
+    if api == "openai.responses" and "input" not in data:
+        return None
+    return Call(api, "openai", model, data.get("stream") is True)
+
+
+def wants_usage_injection(call: Call, body: bytes) -> bytes | None:
+    """The request body with ``stream_options.include_usage`` added for a streamed OpenAI chat
+    call that did not ask for usage (OpenAI streams usage only then), else ``None``."""
+    if call.api != "openai.chat" or not call.stream:
+        return None
+    data = orjson.loads(body)
+    options = data.get("stream_options")
+    if isinstance(options, dict) and "include_usage" in options:
+        return None  # the app decided (true or false): never overridden
+    data["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+    return orjson.dumps(data)
+
+
+class BadReply(Exception):
+    """A 2xx reply whose usage cannot be trusted (wrong shape, unusable counts)."""
+
+
+def _check_counts(raw: Any, where: str) -> None:
+    """Every token count in a usage block is a finite number >= 0 (nested details included)."""
+    if not isinstance(raw, Mapping):
+        return
+    for key, value in raw.items():
+        if isinstance(value, Mapping):
+            _check_counts(value, f"{where}.{key}")
+        elif ("token" in key.lower() or key.endswith("Count")) and value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise BadReply(f"{where}.{key} is not a number ({value!r})")
+            if value < 0:
+                raise BadReply(f"{where}.{key} is negative ({value!r})")
+
+
+def _responses_usage(raw: Any) -> TokenUsage | None:
+    if not isinstance(raw, Mapping) or not any(k in raw for k in ("input_tokens", "output_tokens")):
+        return None
+    details = raw.get("input_tokens_details")
+    out_details = raw.get("output_tokens_details")
+    return TokenUsage(
+        input_tokens=raw.get("input_tokens") or 0,
+        output_tokens=raw.get("output_tokens") or 0,
+        cached_tokens=(details.get("cached_tokens") or 0) if isinstance(details, Mapping) else 0,
+        reasoning_tokens=(out_details.get("reasoning_tokens") or 0)
+        if isinstance(out_details, Mapping)
+        else 0,
+    )
+
+
+def parse_usage(api: str, raw: Any) -> TokenUsage | None:
+    """Normalised usage from an API's usage block (``None`` when it reports none); raises
+    :class:`BadReply` for counts that are negative or not numbers."""
+    _check_counts(raw, "usage")
+    if api in ("openai.chat", "openai.embeddings"):
+        return openai_wire.parse_usage(raw)
+    if api == "openai.responses":
+        return _responses_usage(raw)
+    if api == "anthropic.messages":
+        return anthropic_wire.parse_usage(raw)
+    return google_wire.parse_usage(raw)
+
+
+class _Reply:
+    """What a reply reported so far: its usage block, model, provider cost, first content."""
+
+    __slots__ = ("api", "events", "model", "usage_raw")
+
+    def __init__(self, api: str) -> None:
+        self.api = api
+        self.usage_raw: Any = None
+        self.model = ""
+        self.events: list[Any] = []
+
+    def body(self, data: Any) -> None:
+        """A whole (non-streamed) JSON reply."""
+        if not isinstance(data, Mapping):
+            raise BadReply("the reply is not a JSON object")
+        api = self.api
+        if api == "anthropic.messages":
+            if data.get("type") != "message":
+                raise BadReply('the reply is not a message (type is not "message")')
+        elif api == "gemini.generate":
+            if "candidates" not in data and "usageMetadata" not in data:
+                raise BadReply("the reply has neither candidates nor usageMetadata")
+        elif api == "openai.embeddings":
+            if not isinstance(data.get("data"), list):
+                raise BadReply("the reply has no data list")
+        elif api == "openai.responses":
+            if data.get("object") != "response":
+                raise BadReply('the reply is not a response (object is not "response")')
+        elif not isinstance(data.get("choices"), list):
+            raise BadReply("the reply has no choices list")
+        self.usage_raw = data.get("usageMetadata") if api == "gemini.generate" else data.get("usage")
+        model = data.get("modelVersion") if api == "gemini.generate" else data.get("model")
+        self.model = model if isinstance(model, str) else ""
+
+    def event(self, data: Any) -> bool:
+        """One streamed event's JSON; True when it carries content (the first token)."""
+        if not isinstance(data, Mapping):
+            return False
+        self.events.append(data)
+        api = self.api
+        if api == "openai.chat":
+            if isinstance(data.get("usage"), Mapping):
+                self.usage_raw = data["usage"]
+            self._model(data.get("model"))
+            for choice in data.get("choices") or ():
+                delta = choice.get("delta") if isinstance(choice, Mapping) else None
+                if isinstance(delta, Mapping) and (delta.get("content") or delta.get("tool_calls")):
+                    return True
+            return False
+        if api == "openai.responses":
+            kind = data.get("type")
+            response = data.get("response")
+            if kind in ("response.completed", "response.incomplete", "response.failed") and isinstance(
+                response, Mapping
+            ):
+                self.usage_raw = response.get("usage")
+                self._model(response.get("model"))
+            return kind in ("response.output_text.delta", "response.function_call_arguments.delta")
+        if api == "anthropic.messages":
+            kind = data.get("type")
+            if kind == "message_start":
+                message = data.get("message")
+                if isinstance(message, Mapping):
+                    self._model(message.get("model"))
+                    usage = message.get("usage")
+                    self.usage_raw = dict(usage) if isinstance(usage, Mapping) else None
+            elif kind == "message_delta":
+                usage = data.get("usage")
+                if isinstance(usage, Mapping):
+                    # Cumulative, and it may revise input_tokens: the latest value of each
+                    # count replaces the earlier one, never adds to it.
+                    self.usage_raw = {**(self.usage_raw or {}), **usage}
+            return kind == "content_block_delta"
+        # Gemini: every chunk is a GenerateContentResponse; the last usageMetadata is final.
+        if isinstance(data.get("usageMetadata"), Mapping):
+            self.usage_raw = data["usageMetadata"]
+        self._model(data.get("modelVersion"))
+        for candidate in data.get("candidates") or ():
+            content = candidate.get("content") if isinstance(candidate, Mapping) else None
+            parts = content.get("parts") if isinstance(content, Mapping) else None
+            if isinstance(parts, list) and any(isinstance(p, Mapping) and p for p in parts):
+                return True
+        return False
+
+    def _model(self, value: Any) -> None:
+        if isinstance(value, str) and value:
+            self.model = value
+
+
+class Settings:
+    """What one installed interception measures with."""
+
+    __slots__ = ("include_usage", "pricing", "redact_content", "unattributed")
+
+    def __init__(
+        self,
+        pricing: PricingTable | None,
+        include_usage: bool,
+        redact_content: bool,
+        unattributed: Scope[Any] | None,
+    ) -> None:
+        self.pricing = pricing
+        self.include_usage = include_usage
+        """Add ``stream_options.include_usage`` to streamed OpenAI chat calls lacking it."""
+        self.redact_content = redact_content
+        self.unattributed = unattributed
+        """The scope calls no item owns are recorded in (``None``: the detached default)."""
+
+    def table(self) -> PricingTable:
+        if self.pricing is None:
+            from axl_action.providers.gateway import default_pricing  # gateway imports us
+
+            self.pricing = default_pricing()
+        return self.pricing
+
+
+@dataclass(slots=True)
+class _Logical:
+    """One logical call across its attempts (kept in the calling context for retries)."""
+
+    op: Operation
+    key: tuple[str, str, bytes]
+    attempts: int = 0
+    rate_limited: int = 0
+    retry_ms: float = 0.0
+    wire_ms: float = 0.0
+    failed_at: float | None = None
+    """perf_counter when the last attempt failed (``None``: none failed / it succeeded)."""
+    last_status: int = 0
+
+
+_last: ContextVar[_Logical | None] = ContextVar("axl_measured_call", default=None)
+
+
+def _item_label(op: Operation) -> str:
+    home = op.home
+    index = home.correlation.get("caseIndex") if home is not None else None
+    return f"item {index}" if index is not None else "a call outside any item"
+
+
+def _warn(message: str) -> None:
+    from axl_action.evals.log import warn  # the runner's advisory channel (stderr)
+
+    warn(message)
+
+
+class Exchange:
+    """One HTTP attempt of a measured call, from dispatch to settlement."""
+
+    __slots__ = (
+        "_done",
+        "_first",
+        "_lock",
+        "_reply",
+        "_t0",
+        "_ttfb",
+        "call",
+        "injected",
+        "logical",
+        "request_body",
+        "request_headers",
+        "settings",
+        "status",
+        "url",
+    )
+
+    def __init__(
+        self,
+        call: Call,
+        settings: Settings,
+        url: str,
+        request_headers: Mapping[str, str],
+        request_body: bytes,
+        injected: bool,
+    ) -> None:
+        self.call = call
+        self.settings = settings
+        self.url = url
+        self.request_headers = request_headers
+        self.request_body = request_body
+        self.injected = injected
+        """``stream_options.include_usage`` was added by us (recorded in the capture)."""
+        self.logical: _Logical | None = None
+        self.status = 0
+        self._reply = _Reply(call.api)
+        self._t0 = 0.0
+        self._ttfb = 0.0
+        self._first: float | None = None
+        self._done = False
+        self._lock = threading.Lock()
+
+    # ---- seam 1: a request is about to be dispatched
+
+    def dispatch(self) -> bool:
+        """Open (or, for a retry, rejoin) the call's operation and check admission.
+
+        False when the budget refused: the request must not be sent (the operation was
+        retracted, or a retry settled ``usage_missing``), and :func:`denied_body` is the reply.
+        """
+        call = self.call
+        headers = self.request_headers
+        key = (self.url, headers.get("idempotency-key", ""), self.request_body)
+        retry_header = headers.get("x-stainless-retry-count")
+        previous = _last.get()
+        now = time.perf_counter()
+        logical: _Logical | None = None
+        if (
+            previous is not None
+            and previous.op.state == "open"
+            and previous.failed_at is not None
+            and previous.key == key
+            and retry_header != "0"
+        ):
+            logical = previous
+            logical.retry_ms += (now - previous.failed_at) * 1000.0
+        else:
+            if previous is not None:
+                _close_failed(previous)
+            home = current_scope()
+            if home is None:
+                home = self.settings.unattributed
+            try:
+                op = open_operation(call.kind, model=f"{call.provider}:{call.model}", home=home)
+            except AdmissionDeniedError:
+                return False
+            logical = _Logical(op, key)
+            _last.set(logical)
+        self.logical = logical
+        try:
+            logical.op.before_dispatch()
+        except AdmissionDeniedError:
+            return False
+        logical.attempts += 1
+        logical.failed_at = None
+        self._t0 = time.perf_counter()
+        return True
+
+    def headers_received(self, status: int) -> None:
+        """The reply's status line and headers arrived."""
+        self.status = status
+        self._ttfb = (time.perf_counter() - self._t0) * 1000.0
+
+    def failed(self, status: int) -> None:
+        """The attempt failed: a 4xx/5xx reply (free) or no reply (``status`` 0)."""
+        logical = self.logical
+        if logical is None:
+            return
+        now = time.perf_counter()
+        logical.wire_ms += (now - self._t0) * 1000.0
+        logical.failed_at = now
+        logical.last_status = status
+        if status == 429:
+            logical.rate_limited += 1
+        # Settled when no retry follows: by the next call in this context, or when its scope
+        # ends (Operation.on_abandon): a 4xx/5xx is free, a lost connection unknown.
+        logical.op.on_abandon = "free" if status >= 400 else "usage_missing"
+
+    # ---- the reply, as it is read
+
+    def feed_event(self, data: Any) -> None:
+        """One streamed event (already parsed)."""
+        if self._reply.event(data) and self._first is None:
+            self._first = time.perf_counter()
+
+    # ---- seam 2: the reply is settled
+
+    def settle(self, body: bytes | None, *, events: bool, complete: bool, broken: str | None = None) -> None:
+        """Settle the attempt's operation from its (2xx) reply; runs once.
+
+        ``body``: the whole JSON reply (non-streamed); ``events``: the reply was streamed and
+        its events were fed; ``complete``: the reply was read to its end; ``broken``: why
+        reading it failed (a stream cut off mid-event).
+        """
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        logical = self.logical
+        if logical is None:
+            return
+        op = logical.op
+        call = self.call
+        reply = self._reply
+        end = time.perf_counter()
+        logical.wire_ms += (end - self._t0) * 1000.0
+        problem = broken
+        usage: TokenUsage | None = None
+        parsed: Any = None
+        if problem is None and body is not None:
+            try:
+                parsed = orjson.loads(body)
+                reply.body(parsed)
+            except orjson.JSONDecodeError:
+                problem = "the reply is not valid JSON" + ("" if complete else " (cut off)")
+            except BadReply as exc:
+                problem = str(exc)
+        if problem is None:
+            try:
+                usage = parse_usage(call.api, reply.usage_raw)
+            except BadReply as exc:
+                problem = str(exc)
+        model = reply.model or call.model
+        model_uri = f"{call.provider}:{model}"
+        if op.model != model_uri:
+            op.model = model_uri  # priced and counted by the model the reply names
+        if problem is not None:
+            op.unknown("usage_missing")
+            _warn(
+                f"{_item_label(op)}: {call.api} reply from {self.url} not measured: {problem} (usage_missing)"
+            )
+        else:
+            provider_cost = None
+            if call.provider == "openai" and isinstance(reply.usage_raw, Mapping):
+                provider_cost = usable_cost(reply.usage_raw.get("cost"))
+            settle_usage(op, model_uri, usage, provider_cost, "provider_reported", self.settings.table())
+            op.record_timing(
+                model_uri,
+                CallTiming(
+                    attempts=logical.attempts,
+                    retry_ms=logical.retry_ms,
+                    ttfb_ms=self._ttfb,
+                    first_token_ms=(self._first - self._t0) * 1000.0 if self._first is not None else None,
+                    wire_ms=logical.wire_ms,
+                    rate_limit_retries=logical.rate_limited,
+                ),
+            )
+        self._capture(op, model, parsed if events is False else {"events": reply.events})
+
+    def _capture(self, op: Operation, model: str, response_body: Any) -> None:
+        home = op.home
+        if home is None or home.capture is None:
+            return
+        try:
+            request_body: Any = orjson.loads(self.request_body)
+        except orjson.JSONDecodeError:
+            request_body = None
+        exchange = WireExchange(
+            method="POST",
+            url=redact_secrets(self.url),
+            request_headers=redact_headers(dict(self.request_headers)),
+            request_body=request_body,
+            status=self.status,
+            response_body=response_body,
+            attempts=self.logical.attempts if self.logical is not None else 1,
+        )
+        from axl_action.providers.gateway import _sink_setting  # gateway imports this module
+
+        redact_content = self.settings.redact_content or bool(_sink_setting(home.capture, "redact_content"))
+        limit = _sink_setting(home.capture, "max_record_bytes")
+        record = build_record(
+            provider=self.call.provider,
+            model=model,
+            exchange=exchange,
+            redact_content=redact_content,
+            max_record_bytes=limit if isinstance(limit, int) else MAX_RECORD_BYTES,
+        )
+        record["api"] = self.call.api
+        if self.injected:
+            record["includeUsageAdded"] = True
+        op.capture(record)
+
+
+def _close_failed(logical: _Logical) -> None:
+    """The previous call of this context ended failed with no retry: settle it now."""
+    op = logical.op
+    if op.state == "open" and logical.failed_at is not None:
+        op.abandon()
+
+
+def settle_usage(
+    op: Operation,
+    model_uri: str,
+    usage: TokenUsage | None,
+    provider_cost: float | None,
+    provenance: str,
+    table: PricingTable,
+) -> CertifiedCost | None:
+    """The one settlement rule for a call's reported usage (spec §7.1), for ``runtime.chat``
+    and the application's own SDK calls alike:
+
+    a provider-reported cost is used as it is; else usage priced by the table
+    (``price_table_estimate``); usage without a price -> ``unpriced_model`` (never $0); no
+    usage -> ``usage_missing``. Returns the cost it settled at with its provenance (what a
+    cache entry certifies, docs/cache.md), or ``None``.
+    """
+    from axl_action.cache import CertifiedCost
+
+    wire = usage.to_wire() if usage is not None else None
+    if provider_cost is not None:
+        table.note_call(model_uri, "provider_cost")
+        op.settle(provider_cost, wire or {}, provenance)
+        if op.state != "settled":
+            return None
+        known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
+        return CertifiedCost(usd=provider_cost, provenance=known)
+    if usage is None:
+        table.note_call(model_uri, "no_usage")
+        op.unknown("usage_missing")
+        return None
+    estimate = table.price(model_uri, usage)
+    if estimate is None:
+        op.unknown("unpriced_model", wire)
+        return None
+    op.settle(estimate, wire or {}, "price_table_estimate")
+    return CertifiedCost(
+        usd=estimate, provenance="price_table_estimate", price_table=" + ".join(table.sources)
+    )
+
+
+def denied_body(call: Call) -> dict[str, Any]:
+    """The error body, in the call's own provider format, of a request the budget refused."""
+    message = "axl-eval: the run budget is closed; this request was not sent"
+    if call.provider == "anthropic":
+        return {"type": "error", "error": {"type": "budget_exceeded", "message": message}}
+    if call.provider == "google":
+        return {"error": {"code": DENIED_STATUS, "message": message, "status": "ADMISSION_DENIED"}}
+    return {"error": {"message": message, "type": "budget_exceeded", "code": "ADMISSION_DENIED"}}
+
+
+DENIED_HEADERS: Mapping[str, str] = {
+    "content-type": "application/json",
+    # openai and anthropic obey it before their status rules: the refusal is never retried.
+    "x-should-retry": "false",
+    DENIED_HEADER: "denied",
+}
+
+
+class SSEDecoder:
+    """Incremental server-sent-events decoder feeding an :class:`Exchange` its events."""
+
+    __slots__ = ("_buffer", "_feed", "broken")
+
+    def __init__(self, feed: Callable[[Any], None]) -> None:
+        self._buffer = b""
+        self._feed = feed
+        self.broken: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        buffer = self._buffer + chunk
+        if b"\r" in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")
+        while True:
+            end = buffer.find(b"\n\n")
+            if end < 0:
+                break
+            self._event(buffer[:end])
+            buffer = buffer[end + 2 :]
+        self._buffer = buffer
+
+    def _event(self, block: bytes) -> None:
+        data = b"\n".join(line[5:].lstrip(b" ") for line in block.split(b"\n") if line.startswith(b"data:"))
+        if not data or data == b"[DONE]":
+            return
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self.broken = "a streamed event is not valid JSON"
+            return
+        self._feed(parsed)
+
+    def finish(self) -> None:
+        """End of stream: an event left without its blank line is still decoded (a broken
+        one marks the stream ``broken``)."""
+        if self._buffer.strip():
+            self._event(self._buffer)
+        self._buffer = b""
