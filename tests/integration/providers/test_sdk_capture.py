@@ -398,8 +398,12 @@ def test_async_clients_measured_outside_the_runner(oa: FakeLLMServer) -> None:
 
             return await asyncio.gather(*(one() for _ in range(8)))
 
-    with measure_model_calls(pricing=table()):
-        scope = track(lambda: asyncio.run(main()))
+    # On a fresh thread: a session-scoped Playwright (sync API) elsewhere in the suite keeps an
+    # event loop running on the main thread, where asyncio.run() is refused.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with measure_model_calls(pricing=table()), ThreadPoolExecutor(1) as pool:
+        scope = pool.submit(track, lambda: asyncio.run(main())).result()
     assert scope.status == "fulfilled", scope.error
     assert scope.accounting["operations"]["settled"] == 8
 
