@@ -25,7 +25,7 @@ import itertools
 import math
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
@@ -645,19 +645,82 @@ def side_scope(purpose: Purpose = "generation") -> Scope[Any]:
 _PLAIN = (dict, list, str, int, float, bool, type(None), tuple)
 
 
-def _awaited(awaitable: Any) -> Any:
-    """The result of an awaitable a scope's ``fn`` returned, driven on a private event loop."""
+class _SharedLoop:
+    """The one event loop on which the scopes' awaitables run, on a daemon thread of its own,
+    started by the first awaitable and kept for the life of the process.
 
+    Why one loop and not ``asyncio.run`` per item: an async client made once at import time
+    (``client = AsyncOpenAI()``, the common case) binds its connection pool to the loop it first
+    ran on; a second loop finds connections of a closed one. With one loop every item, every
+    ``--runs`` repeat and every eval of the process shares the client. The number of items in
+    flight stays bounded by the runner's worker threads: each waits for its own coroutine.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=self._serve, args=(loop,), name="axl-eval-loop", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        while True:
+            try:
+                loop.run_forever()
+                return
+            except BaseException:  # an item's SystemExit or KeyboardInterrupt: its future holds it
+                continue
+
+    def on_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def run(self, awaitable: Any, context: contextvars.Context) -> Any:
+        """Run ``awaitable`` to completion on the loop, in ``context``; block until it is done."""
+        loop = self._started()
+        done: Future[Any] = Future()
+
+        async def wait() -> Any:
+            return await awaitable
+
+        def settle(task: asyncio.Task[Any]) -> None:
+            if task.cancelled():
+                done.cancel()
+            elif (error := task.exception()) is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(task.result())
+
+        def start() -> None:
+            loop.create_task(wait(), context=context).add_done_callback(settle)
+
+        loop.call_soon_threadsafe(start)
+        return done.result()
+
+
+_shared_loop = _SharedLoop()
+
+
+def _awaited(awaitable: Any) -> Any:
+    """The result of an awaitable a scope's ``fn`` returned, driven on the shared event loop
+    in a copy of this context (so the scope applies to its calls)."""
+    context = contextvars.copy_context()
+    if not _shared_loop.on_loop_thread():
+        return _shared_loop.run(awaitable, context)
+
+    # A coroutine on the shared loop tracked an awaitable and waits for it: the loop cannot
+    # run it while it waits, so it gets a private loop on a helper thread.
     async def wait() -> Any:
         return await awaitable
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(wait())
-    # This thread already runs an event loop (a notebook, async caller): a private loop
-    # on a helper thread, in a copy of this context so the scope still applies.
-    context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="axl-eval-async") as helper:
         return helper.submit(context.run, asyncio.run, wait()).result()
 

@@ -88,14 +88,18 @@ def test_yaml_blocks_parse(block: Block) -> None:
     yaml.safe_load(block.code)
 
 
-def _axl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _axl(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "axl_action.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        env={
+            **os.environ,
+            **(env or {}),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        },
     )
 
 
@@ -105,14 +109,27 @@ def _find(page: str, needle: str) -> Block:
 
 
 def test_the_readme_first_eval_runs_as_the_readme_says(tmp_path: Path) -> None:
+    from tests.fakes.llm_servers import FakeLLMServer, RecordedRequest, Reply
+
     block = _find("README.md", 'define_eval(\n    "math"')
     (tmp_path / "math_eval.py").write_text(block.code, encoding="utf-8")
-    # "Save it as math_eval.py and run it with axl-eval math_eval.py --output results.json:
-    # both items score 1.0."
-    proc = _axl("math_eval.py", "--output", "results.json", cwd=tmp_path)
+    # "Save it as math_eval.py and run it with axl-eval math_eval.py --output results.json: the
+    # table shows each item's score, the two calls' tokens and their cost." The app's own
+    # OpenAI client talks to a loopback server that speaks the Chat Completions wire format.
+    with FakeLLMServer("openai") as server:
+
+        def answer(request: RecordedRequest) -> Reply:
+            question = (request.body or {})["messages"][0]["content"]
+            return server.ok("4" if question.startswith("2 + 2") else "9", model="gpt-4o-mini")
+
+        server.responder = answer
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-" + "k" * 20}
+        proc = _axl("math_eval.py", "--output", "results.json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert [item["scores"] for item in result["items"]] == [{"exact": 1}, {"exact": 1}]
+    assert [item["accounting"]["operations"]["settled"] for item in result["items"]] == [1, 1]
+    assert result["totalCost"] > 0 and "gpt-4o-mini" in proc.stdout, proc.stdout
     compare = _axl("compare", "results.json", "results.json", cwd=tmp_path)
     assert compare.returncode == 0, compare.stderr
 

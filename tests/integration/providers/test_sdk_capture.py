@@ -745,3 +745,37 @@ def test_langchain_over_openai_is_measured_once(oa: FakeLLMServer) -> None:
     assert len(oa.requests) == 1
     assert item["accounting"]["operations"]["total"] == 1
     assert item["accounting"]["usage"]["inputTokens"] == 12
+
+
+def test_a_module_level_async_client_serves_every_item_and_every_run(oa: FakeLLMServer) -> None:
+    """Issue 26 item 8: one ``AsyncOpenAI()`` made once (as at import time) binds its connection
+    pool to the loop it first ran on; every item of every run must share that loop."""
+    by_prompt_size(oa)
+    client = openai.AsyncOpenAI(base_url=oa.base_url, api_key=KEY)
+    loops: set[int] = set()
+    in_flight, peak = [0], [0]
+    lock = threading.Lock()
+
+    async def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
+        loops.add(id(asyncio.get_running_loop()))
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        try:
+            reply = await client.chat.completions.create(
+                model="fake-model", messages=[{"role": "user", "content": f"question {input_['n']}"}]
+            )
+            await asyncio.sleep(0.01)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+        return {"output": reply.choices[0].message.content}
+
+    for _run in range(2):  # a second run (a --runs repeat) reuses the client's pooled connections
+        result = run_items(workflow, n=24, concurrency=8)
+        assert [i["outcome"] for i in result["items"]] == ["completed"] * 24, result["items"][0]
+        for item in result["items"]:
+            assert item["accounting"]["usage"]["inputTokens"] == prompt_tokens(item["input"]["n"])
+    assert len(loops) == 1
+    assert 1 < peak[0] <= 8  # items overlap on the one loop, bounded by the concurrency
+    assert len(oa.requests) == 48
