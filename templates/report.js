@@ -657,6 +657,11 @@
     try { history.replaceState(null, "", h || url); } catch (e) { location.replace(h || "#"); }
   }
 
+  // A link to an item (report.html#item=N) lands on its detail, not on the top of the page.
+  function revealItem() {
+    if (state.item >= 0 && detail.scrollIntoView) { detail.scrollIntoView({ block: "start" }); }
+  }
+
   window.addEventListener("hashchange", function () {
     if (location.hash === lastHash) { return; }
     state = fromHash(location.hash);
@@ -664,6 +669,7 @@
     search.value = state.q;
     if (state.q) { buildHaystacks(); }
     update(false);
+    revealItem();
   });
 
   function update(pushHash) {
@@ -680,6 +686,7 @@
   lastHash = location.hash;
   search.value = state.q;
   update(false);
+  revealItem();
   var noscript = byId("explorer-noscript");
   if (noscript) { noscript.hidden = true; }
 

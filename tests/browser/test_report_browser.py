@@ -297,3 +297,46 @@ def test_report_screenshot(browser: Any, tmp_path: Path) -> None:
     )
     page.close()
     assert 20_000 < out.stat().st_size < 400_000
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_gate_status_stays_on_one_line(open_report: Any, case: Any, width: int) -> None:
+    # "– skipped" once broke after the dash in the Result column (issue 25, item 17).
+    page = open_report(_html(case), viewport={"width": width, "height": 844}).open()
+    cells = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#gates + .table-scroll tbody tr')).map(tr => {
+            const td = tr.children[3];
+            const range = document.createRange();
+            range.selectNodeContents(td);
+            return {text: td.textContent, lines: range.getClientRects().length,
+                    height: range.getBoundingClientRect().height,
+                    line: parseFloat(getComputedStyle(td).lineHeight)};
+          })"""
+    )
+    skipped = [c for c in cells if c["text"].endswith("skipped")]
+    assert skipped, cells
+    for c in cells:
+        assert c["height"] < 1.5 * c["line"], c
+
+
+def test_item_link_scrolls_to_the_item(open_report: Any, case: Any) -> None:
+    # report.html#item=N opened the item but left the page at the top (issue 25, item 17).
+    w = open_report(_html(case), viewport={"width": 1280, "height": 700})
+    page = w.open("#item=9")
+    expect(page.locator("#item-detail h3")).to_have_text("Item 9")
+
+    def detail_in_view() -> bool:
+        return bool(
+            page.evaluate(
+                """() => { const r = document.getElementById('item-detail').getBoundingClientRect();
+                           return window.scrollY > 0 && r.top >= 0 && r.top < window.innerHeight; }"""
+            )
+        )
+
+    assert detail_in_view()
+    # Following another item link from the top of the page lands on that item too.
+    page.evaluate("window.scrollTo(0, 0)")
+    page.evaluate("location.hash = '#item=12'")
+    expect(page.locator("#item-detail h3")).to_have_text("Item 12")
+    assert detail_in_view()
+    assert w.errors == []
