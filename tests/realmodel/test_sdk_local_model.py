@@ -147,7 +147,6 @@ def test_runtime_stream_usage_off_leaves_the_request_as_written(proxy: Recording
     assert result["accounting"]["reasons"] == {"usage_missing": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 8: one event loop per run")
 def test_module_level_async_client_at_concurrency_8(
     proxy: RecordingProxy, api_key: str, tmp_path: Path
 ) -> None:
