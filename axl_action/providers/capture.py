@@ -108,6 +108,14 @@ def _response_part(exchange: WireExchange, redact_content: bool) -> dict[str, An
     }
 
 
+def sink_setting(sink: Any, name: str) -> Any:
+    """A setting of the capture sink, looking through one wrapper (``.sink``) if needed."""
+    value = getattr(sink, name, None)
+    if value is None:
+        value = getattr(getattr(sink, "sink", None), name, None)
+    return value
+
+
 def build_record(
     *,
     provider: str,

@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from axl_action.providers.base import HttpProvider, Provider
-from axl_action.providers.capture import build_record
+from axl_action.providers.capture import build_record, sink_setting
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.measure import settle_usage
-from axl_action.providers.pricing import PricingTable
+from axl_action.providers.pricing import PricingTable, default_pricing
 from axl_action.providers.registry import ProviderRegistry, default_registry, parse_model_uri
 from axl_action.providers.types import CallTiming, ChatMessage, ChatRequest, ChatResponse, TokenUsage
 from axl_action.redaction import redact
@@ -46,12 +45,6 @@ if TYPE_CHECKING:
 MessageLike = ChatMessage | Mapping[str, Any]
 
 _ROLES = ("system", "user", "assistant")
-
-
-@functools.cache
-def default_pricing() -> PricingTable:
-    """The bundled price table (loaded once per process)."""
-    return PricingTable.load()
 
 
 def to_messages(messages: Sequence[MessageLike] | str) -> tuple[ChatMessage, ...]:
@@ -329,8 +322,8 @@ def _capture(
     sink = scope.capture if scope is not None else None
     if sink is None:
         return
-    redact_content = bool(_sink_setting(sink, "redact_content") or getattr(runtime, "redact_content", False))
-    limit = _sink_setting(sink, "max_record_bytes")
+    redact_content = bool(sink_setting(sink, "redact_content") or getattr(runtime, "redact_content", False))
+    limit = sink_setting(sink, "max_record_bytes")
     record = build_record(
         provider=provider,
         model=model,
@@ -340,14 +333,6 @@ def _capture(
         **({"max_record_bytes": limit} if isinstance(limit, int) else {}),
     )
     op.capture(record)
-
-
-def _sink_setting(sink: Any, name: str) -> Any:
-    """A setting of the capture sink, looking through one wrapper (``.sink``) if needed."""
-    value = getattr(sink, name, None)
-    if value is None:
-        value = getattr(getattr(sink, "sink", None), name, None)
-    return value
 
 
 class MeasuredProvider:

@@ -39,8 +39,8 @@ from axl_action.providers import anthropic as anthropic_wire
 from axl_action.providers import google as google_wire
 from axl_action.providers import openai as openai_wire
 from axl_action.providers.base import usable_cost
-from axl_action.providers.capture import MAX_RECORD_BYTES, build_record
-from axl_action.providers.pricing import PricingTable
+from axl_action.providers.capture import MAX_RECORD_BYTES, build_record, sink_setting
+from axl_action.providers.pricing import PricingTable, default_pricing
 from axl_action.providers.redact import redact_headers, redact_secrets
 from axl_action.providers.types import CallTiming, TokenUsage, WireExchange
 from axl_action.runtime.scope import (
@@ -301,8 +301,6 @@ class Settings:
 
     def table(self) -> PricingTable:
         if self.pricing is None:
-            from axl_action.providers.gateway import default_pricing  # gateway imports us
-
             self.pricing = default_pricing()
         return self.pricing
 
@@ -536,10 +534,8 @@ class Exchange:
             response_body=response_body,
             attempts=self.logical.attempts if self.logical is not None else 1,
         )
-        from axl_action.providers.gateway import _sink_setting  # gateway imports this module
-
-        redact_content = self.settings.redact_content or bool(_sink_setting(home.capture, "redact_content"))
-        limit = _sink_setting(home.capture, "max_record_bytes")
+        redact_content = self.settings.redact_content or bool(sink_setting(home.capture, "redact_content"))
+        limit = sink_setting(home.capture, "max_record_bytes")
         record = build_record(
             provider=self.call.provider,
             model=model,

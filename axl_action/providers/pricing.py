@@ -8,6 +8,7 @@ becomes ``incomplete``) instead of pretending it was free.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import threading
 from collections.abc import Iterable
@@ -276,3 +277,10 @@ def _validate(data: Any, where: str) -> PricingFile:
             hint='expected {"version": 1, "models": {"openai:gpt-4o-mini": {"input": 0.15, "output": 0.6, '
             '"cachedInput": 0.075}}} with USD per million tokens',
         ) from None
+
+
+@functools.cache
+def default_pricing() -> PricingTable:
+    """The bundled price table, one per process: runtime.chat, the judges and the app's own SDK
+    calls note their calls in the same table, so its unpriced note counts them all."""
+    return PricingTable.load()

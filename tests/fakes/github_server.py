@@ -1219,18 +1219,10 @@ class FakeGitHub:
         allowed = self._TWIRP_FIELDS.get(rpc)
         if allowed is None:
             return _twirp_error(404, "bad_route", f"no handler for path {path!r}")
-        scheme, _, jwt = headers.get("authorization", "").partition(" ")
-        claims = self._verify_jwt(jwt) if scheme == "Bearer" else None
-        if claims is None:
-            return _twirp_error(401, "unauthenticated", "invalid or missing runtime token")
-        if not headers.get("content-type", "").startswith("application/json"):
-            return _twirp_error(400, "malformed", "unexpected Content-Type")
-        try:
-            req = json.loads(body)
-        except ValueError:
-            return _twirp_error(400, "malformed", "the request body is not JSON")
-        if not isinstance(req, dict):
-            return _twirp_error(400, "malformed", "the request body is not an object")
+        checked = self._twirp_request(headers, body)
+        if isinstance(checked, _Response):
+            return checked
+        claims, req = checked
         if self.legacy_results_backend:
             allowed = allowed - {"mime_type"}
         unknown = set(req) - allowed
@@ -1251,8 +1243,11 @@ class FakeGitHub:
             handler: Callable[[FakeRun, dict[str, Any]], _Response] = getattr(self, f"_t_{rpc}")
             return handler(run, req)
 
-    def _cache_service(self, rpc: str, headers: dict[str, str], body: bytes) -> _Response:
-        """The Actions cache service (``tests/fakes/actions_cache.py``)."""
+    def _twirp_request(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[dict[str, Any], dict[str, Any]] | _Response:
+        """The checks every Twirp call of the results and cache services passes first, in the
+        services' order: the runtime token, the content type, a JSON object body."""
         scheme, _, jwt = headers.get("authorization", "").partition(" ")
         claims = self._verify_jwt(jwt) if scheme == "Bearer" else None
         if claims is None:
@@ -1265,6 +1260,14 @@ class FakeGitHub:
             return _twirp_error(400, "malformed", "the request body is not JSON")
         if not isinstance(req, dict):
             return _twirp_error(400, "malformed", "the request body is not an object")
+        return claims, req
+
+    def _cache_service(self, rpc: str, headers: dict[str, str], body: bytes) -> _Response:
+        """The Actions cache service (``tests/fakes/actions_cache.py``)."""
+        checked = self._twirp_request(headers, body)
+        if isinstance(checked, _Response):
+            return checked
+        claims, req = checked
         with self.lock:
             return self.cache.handle(rpc, claims, req)
 
