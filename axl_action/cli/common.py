@@ -50,13 +50,30 @@ def budget_arg(raw: str) -> str:
 
 
 def add_wait_flag(parser: argparse.ArgumentParser) -> None:
-    """``--wait``, for the commands that write a run journal (its lock: evals/journal.py)."""
+    """``--wait`` and ``--force``, for the commands that write a run journal (its lock and its
+    identity checks: evals/journal.py)."""
     parser.add_argument(
         "--wait",
         action="store_true",
         help="when another process is still writing <output>.journal.jsonl (a run in its grace period, "
         "another --resume), wait for it to end instead of refusing, then continue from what it left",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: keep the settled items even though the eval's judges (model, prompt, "
+        "options) or its source files changed since they were made; the result records it in "
+        "metadata.resumed.forced",
+    )
+
+
+def check_force_flag(args: argparse.Namespace) -> None:
+    """``--force`` only means something to a resume."""
+    if args.force and not args.resume:
+        raise UsageError(
+            "--force needs --resume",
+            hint="it keeps a journal's items after the eval's judges or source changed",
+        )
 
 
 def env_int(name: str) -> int | None:

@@ -37,6 +37,7 @@ from axl_action.cli.common import (
     Interrupt,
     add_wait_flag,
     budget_arg,
+    check_force_flag,
     env_int,
     grace_seconds,
     make_runtime,
@@ -119,13 +120,15 @@ def _check(args: argparse.Namespace) -> tuple[Path, Path]:
         got = f"got {len(args.paths)} path(s)" + (f": {' '.join(args.paths)}" if args.paths else "")
         raise UsageError(f"rescore needs a results file and an eval file, {got}", hint=USAGE_HINT)
     check_capture_flags(args)
+    check_force_flag(args)
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
     output_file(args.output)
     return Path(args.paths[0]), Path(args.paths[1])
 
 
-def _scorers(eval_path: Path) -> list[Any]:
+def _scorers(eval_path: Path) -> tuple[list[Any], dict[str, str] | None]:
+    """The eval file's scorers, and its source hashes (the journal's identity check)."""
     from axl_action.evals.loader import load_eval_file
 
     loaded = load_eval_file(eval_path, require_workflow=False)
@@ -135,7 +138,7 @@ def _scorers(eval_path: Path) -> list[Any]:
             f"{eval_path} defines {len(loaded)} evals ({labels}); rescore needs exactly one",
             hint="put the scorers for the rescore in a file with a single eval",
         )
-    return list(loaded[0].definition.scorers)
+    return list(loaded[0].definition.scorers), loaded[0].sources
 
 
 def run(argv: list[str]) -> int:
@@ -147,7 +150,7 @@ def run(argv: list[str]) -> int:
     results_path, eval_path = _check(args)
     grace = grace_seconds(args.grace_period)
     source = load_result_file(results_path)
-    scorers = _scorers(eval_path)
+    scorers, sources = _scorers(eval_path)
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
     runtime = make_runtime(args.pricing)
     runtime.cache = cache_from_flags(args, os.environ)
@@ -159,7 +162,7 @@ def run(argv: list[str]) -> int:
     interrupt.install()
     try:
         try:
-            _rescore_all(source, scorers, runtime, args, concurrency, interrupt, session, rescored)
+            _rescore_all(source, (scorers, sources), runtime, args, concurrency, interrupt, session, rescored)
             interrupt.settle()
             views = [wire_view(result) for result in rescored]
             for view in views:
@@ -197,7 +200,12 @@ def _journal(args: argparse.Namespace) -> JournalSession:
 
     flags = flags_of(budget=args.budget, pricing=args.pricing)
     return JournalSession(
-        Path(args.output), command="rescore", flags=flags, resume=args.resume, wait=args.wait
+        Path(args.output),
+        command="rescore",
+        flags=flags,
+        resume=args.resume,
+        wait=args.wait,
+        force=args.force,
     )
 
 
@@ -216,7 +224,7 @@ def _hard_stop(
 
 def _rescore_all(
     source_file: Any,
-    scorers: list[Any],
+    eval_code: tuple[list[Any], dict[str, str] | None],
     runtime: Any,
     args: argparse.Namespace,
     concurrency: int,
@@ -227,6 +235,7 @@ def _rescore_all(
     from axl_action.evals.journal import stamp_resumed
     from axl_action.evals.rescore import execute_rescore, rescore_facts
 
+    scorers, sources = eval_code
     for number, source in enumerate(source_file.results):
         if interrupt.event.is_set():
             break
@@ -234,13 +243,17 @@ def _rescore_all(
         result_id = str(uuid.uuid4())
         started = None
         if session is not None:
-            label = f"rescore {source_file.path}" + (f" [{number}]" if source_file.is_list else "")
+            where = f" [{number}]" if source_file.is_list else ""
+            label = f"rescore {source_file.path}{where}"
             started = session.start(
-                label,
+                # The rescored file by its resolved path: the same file named another way resumes.
+                f"rescore {Path(source_file.path).resolve()}{where}",
                 label,
                 rescore_facts(wire, scorers, result_id=result_id, budget=args.budget),
                 source_id=str(wire.get("id")),
                 rescore_head=functools.partial(_head_of, wire, scorers),
+                sources=sources,
+                old_key=label,
             )
             result_id = started.facts.result_id
         resumed = started.resumed if started is not None else None

@@ -38,6 +38,7 @@ from axl_action.cli.common import (
     abandoned_note,
     add_wait_flag,
     budget_arg,
+    check_force_flag,
     env_int,
     grace_seconds,
     make_runtime,
@@ -180,6 +181,7 @@ def run(argv: list[str]) -> int:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
     check_capture_flags(args)
     args.resume = args.resume or args.resume_failed
+    check_force_flag(args)
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
     output_file(args.output)
@@ -240,6 +242,7 @@ def _journal(args: argparse.Namespace) -> JournalSession:
         resume=args.resume,
         retry_failed=args.resume_failed,
         wait=args.wait,
+        force=args.force,
     )
 
 
@@ -320,18 +323,23 @@ def _run_one(
         overrides["fail_on_item_error_rate"] = args.max_item_error_rate
     definition = replace(definition, **overrides)
     definition = apply_scorer_filter(definition, args.scorers)
-    group_id = (session.group_id(label, args.runs) if session is not None else None) or str(uuid.uuid4())
+    group_id = (session.group_id(loaded.identity, label, args.runs) if session is not None else None) or str(
+        uuid.uuid4()
+    )
 
     def once(run_label: str, run_index: int) -> RunRecord:
         plan = plan_run(definition, shard=args.shard)
         started = None
         if session is not None:
             batch = args.runs > 1
+            suffix = f" run {run_index + 1}/{args.runs}" if batch else ""
             started = session.start(
-                f"{label} run {run_index + 1}/{args.runs}" if batch else label,
+                loaded.identity + suffix,
                 label,
                 plan.facts,
                 group=RunGroup(group_id=group_id, index=run_index, count=args.runs) if batch else None,
+                sources=loaded.sources,
+                old_key=label + suffix,
             )
             plan = replace(plan, facts=started.facts)
         resumed = started.resumed if started is not None else None

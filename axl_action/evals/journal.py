@@ -89,6 +89,11 @@ FINAL_OUTCOMES = frozenset({"completed", "failed"})
 class JournalError(InputFileError):
     """A journal that cannot be read, or that does not belong to the command resuming it."""
 
+
+class JournalChanged(JournalError):
+    """The journal's eval is this one, but its judges or its source changed: refused unless
+    ``--resume --force``."""
+
     code = "JOURNAL"
 
 
@@ -570,8 +575,21 @@ def check_flags(journal: Journal, flags: JournalFlags) -> None:
             raise _mismatch(journal.path, f"{shown} differs", _shown(old), _shown(new))
 
 
-def check_segment(journal: Journal, record: SegmentRecord, facts: RunFacts, label: str) -> None:
-    """Refuse a segment whose eval is not the one about to run (fingerprints, shard, size)."""
+def check_segment(
+    journal: Journal,
+    record: SegmentRecord,
+    facts: RunFacts,
+    label: str,
+    *,
+    sources: Mapping[str, str] | None = None,
+    force: bool = False,
+) -> list[str]:
+    """Refuse a segment whose eval is not the one about to run (fingerprints, shard, size).
+
+    Two changes leave the journal's items where they belong but graded or produced by other
+    code: the scorer configuration (judge models, prompts, options) and the eval's source files
+    (``sources``, see ``LoadedEval.sources``). They are refused too, unless ``force``
+    (``--resume --force``); then they are returned, one line each, for the result to record."""
     old = record.segment.facts
     before, now = old.fingerprint, facts.fingerprint
     where = f"eval {label}"
@@ -580,10 +598,24 @@ def check_segment(journal: Journal, record: SegmentRecord, facts: RunFacts, labe
     for key, what in (
         ("datasetItems", "the number of dataset items"),
         ("scorers", "the scorers (names or types)"),
-        ("config", "the scorer configuration (judge models or prompts)"),
     ):
         if before.get(key) != now.get(key):
             raise _mismatch(journal.path, f"{what} of {where} changed", before.get(key), now.get(key))
+    accepted: list[str] = []
+    if before.get("config") != now.get("config"):
+        what = f"the scorer configuration (judge models or prompts) of {where} changed"
+        if not force:
+            raise _mismatch(journal.path, what, before.get("config"), now.get("config"), forceable=True)
+        accepted.append(what)
+    changed = source_changes(record.segment.sources, sources)
+    if changed:
+        what = f"the source of {where} changed ({changed})"
+        if not force:
+            raise JournalChanged(
+                f"cannot resume from {journal.path}: {what} since it was written",
+                hint=_FORCE_HINT.format(path=journal.path),
+            )
+        accepted.append(what)
     if old.shard != facts.shard or old.items != facts.items:
         raise _mismatch(journal.path, f"the items of {where} changed", old.items, facts.items)
     if "dataset" not in before or "dataset" not in now:
@@ -591,6 +623,18 @@ def check_segment(journal: Journal, record: SegmentRecord, facts: RunFacts, labe
             f"[axl-eval] WARNING: resuming {where} without a dataset fingerprint to check; only its "
             "size matched."
         )
+    return accepted
+
+
+def source_changes(before: Mapping[str, str] | None, now: Mapping[str, str] | None) -> str:
+    """Which source files differ between two ``sources`` maps ("" when none, or when either
+    side was not recorded): "workflow.py changed, helpers.py added"."""
+    if before is None or now is None:
+        return ""
+    parts = [f"{name} changed" for name in before if name in now and before[name] != now[name]]
+    parts += [f"{name} added" for name in now if name not in before]
+    parts += [f"{name} removed" for name in before if name not in now]
+    return ", ".join(parts)
 
 
 def _shown(value: Any) -> str:
@@ -601,12 +645,22 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _mismatch(path: Path, what: str, old: Any, new: Any) -> JournalError:
-    return JournalError(
+def _mismatch(path: Path, what: str, old: Any, new: Any, *, forceable: bool = False) -> JournalError:
+    kind = JournalChanged if forceable else JournalError
+    return kind(
         f"cannot resume from {path}: {what} since it was written ({_shown(old)} -> {_shown(new)})",
-        hint=f"run the same command on the same eval; to start over instead, first save its items with "
+        hint=_FORCE_HINT.format(path=path)
+        if forceable
+        else f"run the same command on the same eval; to start over instead, first save its items with "
         f"`axl-eval recover {path} --output FILE` and delete it",
     )
+
+
+_FORCE_HINT = (
+    "the items it holds were made or graded by other code: add --force to keep them anyway (the "
+    "result records it in metadata.resumed.forced), or start over after saving them with "
+    "`axl-eval recover {path} --output FILE` and deleting it"
+)
 
 
 # ------------------------------------------------------------------------------- recovering
@@ -696,8 +750,11 @@ class EarlierResults:
     results: list[dict[str, Any]]
     taken: int = 0
 
-    def take(self, facts: RunFacts, label: str, group: RunGroup | None) -> SegmentRecord:
-        """The next result as a journal segment record; refuses one that is not this eval's."""
+    def take(
+        self, facts: RunFacts, label: str, group: RunGroup | None, *, force: bool = False
+    ) -> tuple[SegmentRecord, list[str]]:
+        """The next result as a journal segment record, and what ``force`` accepted as changed;
+        refuses one that is not this eval's."""
         number = self.taken
         if number >= len(self.results):
             raise self._refuse(
@@ -755,16 +812,20 @@ class EarlierResults:
         )
         journal = Journal(path=self.path, segments=[record], item_lines=0, good_bytes=0)
         try:
-            check_segment(journal, record, facts, label)
+            forced = check_segment(journal, record, facts, label, force=force)
         except JournalError as err:
+            if isinstance(err, JournalChanged):
+                raise
             raise JournalError(err.message, hint=_RESULTS_HINT) from None
+        for line in forced:
+            warn(f"[axl-eval] WARNING: --force: {line}; the items of {self.path.name} are kept.")
         for index, item in enumerate(items):
             if not isinstance(item, dict) or not isinstance(item.get("outcome"), str):
                 raise self._refuse(f"items[{index}] is not an item with an outcome")
             record.items[index] = item
             if isinstance(item.get("accounting"), dict):
                 record.spent.append(item["accounting"])
-        return record
+        return record, forced
 
     def keep_unused(self) -> None:
         """Results of the earlier file that no eval of this command took would be lost when the
@@ -940,6 +1001,8 @@ class Resumed:
     """Their known spend."""
     results_file: str | None = None
     """Set when they came from the results file (no journal was left), not a journal."""
+    forced: tuple[str, ...] = ()
+    """The changes ``--force`` accepted (``metadata.resumed.forced``)."""
 
 
 @dataclass
@@ -974,6 +1037,7 @@ class JournalSession:
         interval: float | None = None,
         retry_failed: bool = False,
         wait: bool = False,
+        force: bool = False,
     ) -> None:
         self.output = output
         self.path = journal_path(output)
@@ -987,6 +1051,10 @@ class JournalSession:
         """Set by a hard stop: workers left in flight may still settle, so the file stays open."""
         self.retry_failed = retry_failed
         """``--resume-failed``: items that failed run again instead of being kept."""
+        self.force = force
+        """``--resume --force``: keep the items of an eval whose judges or source changed."""
+        self.refused = False
+        """Set when a segment was refused (its error said why the journal stays)."""
         self.earlier_results: EarlierResults | None = None
         """The results file a resume continues when no journal was left (see :func:`earlier_results`)."""
         try:
@@ -1039,13 +1107,14 @@ class JournalSession:
             # Before any item runs: nothing is paid for yet.
             raise _cannot_write(self.path, output, err) from None
 
-    def group_id(self, label: str, runs: int) -> str | None:
-        """The ``runGroupId`` of an earlier attempt of this eval's ``--runs`` batch, if any."""
+    def group_id(self, identity: str, label: str, runs: int) -> str | None:
+        """The ``runGroupId`` of an earlier attempt of this eval's ``--runs`` batch, if any (the
+        eval found by its resolved file, or, in older journals, by its label)."""
         if self.previous is None or runs == 1:
             return None
         for record in self.previous.segments:
-            group = record.segment.group
-            if record.segment.label == label and group is not None:
+            segment, group = record.segment, record.segment.group
+            if group is not None and (segment.key.startswith(identity + " run ") or segment.label == label):
                 return group.group_id
         return None
 
@@ -1058,15 +1127,32 @@ class JournalSession:
         group: RunGroup | None = None,
         source_id: str | None = None,
         rescore_head: Callable[[str], dict[str, Any]] | None = None,
+        sources: Mapping[str, str] | None = None,
+        old_key: str | None = None,
     ) -> StartedResult:
         """Begin (or continue) the segment of result ``key``; raises :class:`JournalError` when
-        the journal's segment of that key belongs to another eval."""
+        the journal's segment of that key belongs to another eval. ``key`` names the eval by its
+        resolved file (``LoadedEval.identity``); ``old_key``, its spelling as journals written
+        before that used it, is tried when no segment has ``key``. ``sources`` are the eval's
+        source hashes (``LoadedEval.sources``)."""
         if self.earlier_results is not None:
-            return self._start_from_results(key, label, facts, group)
+            return self._start_from_results(key, label, facts, group, sources)
         previous = self.previous
         record = previous.by_key(key) if previous is not None else None
+        if previous is not None and record is None and old_key is not None:
+            record = previous.by_key(old_key)
         if previous is not None and record is not None:
-            check_segment(previous, record, facts, label)
+            try:
+                forced = check_segment(previous, record, facts, label, sources=sources, force=self.force)
+            except JournalError:
+                # Refused: the error names the journal, which is kept as it is, unreported.
+                self.used.add(record.number)
+                self.refused = True
+                raise
+            for line in forced:
+                warn(
+                    f"[axl-eval] WARNING: --force: {line}; its {len(record.final)} settled item(s) are kept."
+                )
             old_source = record.segment.source_id
             if old_source != source_id:
                 raise _mismatch(self.path, "the rescored results file changed", old_source, source_id)
@@ -1077,6 +1163,7 @@ class JournalSession:
                 completed=completed,
                 prior_accounting=list(record.spent),
                 spend=record.known_spend,
+                forced=tuple(forced),
             )
             self.used.add(record.number)
             return StartedResult(facts, self.writer.sink(record.number), resumed)
@@ -1091,6 +1178,7 @@ class JournalSession:
             group=group,
             source_id=source_id,
             rescore_head=rescore_head(facts.result_id) if rescore_head is not None else None,
+            sources=dict(sources) if sources is not None else None,
         )
         number = self.writer.begin(segment)
         self.used.add(number)
@@ -1105,14 +1193,19 @@ class JournalSession:
         return final
 
     def _start_from_results(
-        self, key: str, label: str, facts: RunFacts, group: RunGroup | None
+        self,
+        key: str,
+        label: str,
+        facts: RunFacts,
+        group: RunGroup | None,
+        sources: Mapping[str, str] | None,
     ) -> StartedResult:
         """:meth:`start` when the resume continues a results file: take its next result, check
         it as a journal segment is checked, then write a fresh journal segment and every item
         that result holds that had run, so that a crash from now on loses none of them."""
         earlier = self.earlier_results
         assert earlier is not None
-        record = earlier.take(facts, label, group)
+        record, forced = earlier.take(facts, label, group, force=self.force)
         segment = JournalSegment(
             command=self.command,
             key=key,
@@ -1122,6 +1215,7 @@ class JournalSession:
             flags=self.flags,
             facts=record.segment.facts,
             group=group,
+            sources=dict(sources) if sources is not None else None,
         )
         number = self.writer.begin(segment)
         self.used.add(number)
@@ -1135,6 +1229,7 @@ class JournalSession:
             prior_accounting=list(record.spent),
             spend=record.known_spend,
             results_file=earlier.path.name,
+            forced=tuple(forced),
         )
         return StartedResult(record.segment.facts, sink, resumed)
 
@@ -1183,7 +1278,7 @@ class JournalSession:
                 f"command did not run; it was kept. `axl-eval recover {self.path} --output FILE` writes them out.",
                 file=sys.stderr,
             )
-        elif not complete:
+        elif not complete and not self.refused:
             print(
                 f"[axl-eval] The journal {self.path} was kept: the same command with --resume continues "
                 "the run without running or paying for its settled items again.",
@@ -1241,6 +1336,8 @@ def stamp_resumed(result: dict[str, Any], resumed: Resumed | None) -> None:
     }
     if resumed.results_file is not None:
         result["metadata"]["resumed"]["resultsFile"] = resumed.results_file
+    if resumed.forced:
+        result["metadata"]["resumed"]["forced"] = list(resumed.forced)
 
 
 def flags_of(

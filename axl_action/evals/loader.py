@@ -9,6 +9,7 @@ Directories contribute their ``*_eval.py`` and ``*.eval.py`` files (not recursiv
 from __future__ import annotations
 
 import glob
+import hashlib
 import importlib.util
 import itertools
 import sys
@@ -33,6 +34,14 @@ class LoadedEval:
     label: str
     """How messages name it: the file path, plus ``#<name>`` when a file defines several evals."""
     definition: EvalDefinition
+    identity: str = ""
+    """Which eval this is, whatever the spelling of its path: the resolved file, plus
+    ``#<name>`` as in ``label``. A resume finds its journal segment by it, so the same eval
+    run from another directory, or named by an absolute path, continues its journal."""
+    sources: dict[str, str] | None = None
+    """``sha256:`` of the eval file and of each module beside it (or below its folder) that
+    importing it loaded, by path relative to its folder: a resume refuses a journal written by
+    other code (see ``evals/journal.py``)."""
     """The definition, with ``execute_workflow`` resolved (``None`` only when loaded without
     ``require_workflow``)."""
 
@@ -81,7 +90,12 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
     return list(unique)
 
 
-def _import(path: Path) -> ModuleType:
+def source_digest(path: Path) -> str:
+    """``sha256:`` of a source file's bytes (one rule for every source hash)."""
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _import(path: Path) -> tuple[ModuleType, dict[str, str]]:
     name = f"axl_eval_file_{next(_counter)}_{''.join(c if c.isalnum() else '_' for c in path.stem)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -120,25 +134,34 @@ def _import(path: Path) -> ModuleType:
         raise EvalDefinitionError(
             f"{path}{where}: importing the eval file failed: {type(exc).__name__}: {exc}"
         ) from None
-    _forget_siblings(before, folder)
-    return module
+    siblings = _forget_siblings(before, folder)
+    sources = {path.name: source_digest(path)}
+    for file in sorted(siblings):
+        try:
+            sources[Path(file).relative_to(folder).as_posix()] = source_digest(Path(file))
+        except (OSError, ValueError):
+            continue  # a module without a readable source file (compiled only): nothing to hash
+    return module, sources
 
 
-def _forget_siblings(before: set[str], folder: str) -> None:
-    """Drop newly imported modules that live next to the eval file from ``sys.modules``.
+def _forget_siblings(before: set[str], folder: str) -> set[str]:
+    """Drop newly imported modules that live next to the eval file from ``sys.modules``, and
+    return their files (resolved).
 
     The eval module keeps its references; dropping the cache entries means the next eval
     file's ``import workflow`` loads *its* ``workflow.py``, not this one's.
     """
     prefix = folder.rstrip("/") + "/"
+    files: set[str] = set()
     for key in set(sys.modules) - before:
         file = getattr(sys.modules.get(key), "__file__", None)
-        if (
-            isinstance(file, str)
-            and str(Path(file).resolve()).startswith(prefix)
-            and not key.startswith("axl_eval_file_")
-        ):
+        if not isinstance(file, str) or key.startswith("axl_eval_file_"):
+            continue
+        resolved = str(Path(file).resolve())
+        if resolved.startswith(prefix):
             sys.modules.pop(key, None)
+            files.add(resolved)
+    return files
 
 
 def _innermost_line(exc: BaseException, path: Path) -> str:
@@ -158,7 +181,8 @@ def load_eval_file(path: Path, *, require_workflow: bool = True) -> list[LoadedE
     """
     if not path.is_file():
         raise EvalDefinitionError(f"{path}: no such file")
-    module = _import(path)
+    module, sources = _import(path)
+    resolved = str(path.resolve())
     exported = getattr(module, "eval", None)
     if exported is None:
         exported = getattr(module, "EVAL", None)
@@ -194,8 +218,11 @@ def load_eval_file(path: Path, *, require_workflow: bool = True) -> list[LoadedE
                 f"{path}: eval {candidate.workflow!r} has no workflow callback (found: {', '.join(public)})",
                 hint="pass execute_workflow= to define_eval or define execute_workflow(input, runtime)",
             )
-        label = str(path)
+        label, identity = str(path), resolved
         if len(candidates) > 1:
-            label = f"{path}#{names.get(id(candidates[index]), index)}"
-        loaded.append(LoadedEval(path=path, label=label, definition=candidate))
+            name = f"#{names.get(id(candidates[index]), index)}"
+            label, identity = label + name, identity + name
+        loaded.append(
+            LoadedEval(path=path, label=label, definition=candidate, identity=identity, sources=sources)
+        )
     return loaded

@@ -138,6 +138,10 @@ class JournalSegment(JournalModel):
     """Set for one run of a ``--runs N`` batch."""
     source_id: str | None = None
     """``rescore``: the ``id`` of the result whose outputs are rescored."""
+    sources: dict[str, str] | None = None
+    """``sha256:`` of the eval file and of the local modules importing it loaded, by path
+    relative to its folder (``evals/loader.py``): a resume refuses other code unless
+    ``--force``. Absent in journals written before source hashes were recorded."""
     rescore_head: dict[str, Any] | None = None
     """``rescore``: the rescored result's fields that do not come from its items (``id``,
     ``dataset``, ``metadata``, ``accounting.source``, the source's timing)."""

@@ -593,10 +593,16 @@ def test_a_results_file_that_cannot_be_written_keeps_the_journal(tmp_path: Path)
     assert len(read_journal(tmp_path / "results.json.journal.jsonl").segments[0].items) == 20
     out.rmdir()
     (tmp_path / "counted_eval.py").write_text(COUNTED_EVAL)
-    resumed = _axl(["counted_eval.py", "--output", str(out), "--quiet", "--resume"], env, tmp_path)
+    # The eval's source changed (the line above is gone): refused, unless --force.
+    refused = _axl(["counted_eval.py", "--output", str(out), "--quiet", "--resume"], env, tmp_path)
+    assert refused.returncode == 1 and "the source of eval counted_eval.py changed" in refused.stderr
+    assert "did not run" not in refused.stderr and "was kept" not in refused.stderr
+    resumed = _axl(["counted_eval.py", "--output", str(out), "--quiet", "--resume", "--force"], env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert set(_calls(calls).values()) == {1}
-    assert json.loads(out.read_text())["metadata"]["resumed"]["itemsFromJournal"] == 20
+    meta = json.loads(out.read_text())["metadata"]["resumed"]
+    assert meta["itemsFromJournal"] == 20
+    assert meta["forced"] == ["the source of eval counted_eval.py changed (counted_eval.py changed)"]
 
 
 @pytest.mark.parametrize("where", ["a directory", "under a file", "empty"])

@@ -109,3 +109,25 @@ def test_compare_tells_two_judges_apart(tmp_path: Path, judge: FakeLLMServer) ->
     changed = compatibility("b.json")
     assert changed["status"] == "changed"
     assert any("eval configuration changed" in m for m in changed["messages"])  # type: ignore[attr-defined]
+
+
+def test_force_keeps_the_items_graded_by_the_old_judge_and_says_so(
+    tmp_path: Path, judge: FakeLLMServer
+) -> None:
+    (tmp_path / "judged_eval.py").write_text(JUDGED_EVAL)
+    crashed = _run(tmp_path, judge, "judged_eval.py", "--output", "r.json", "--quiet", CRASH_AT="5")
+    assert crashed.returncode == -signal.SIGKILL
+    forced = _run(
+        tmp_path,
+        judge,
+        "judged_eval.py",
+        *("--output", "r.json", "--quiet", "--resume", "--force"),
+        JUDGE_PROMPT="Rate how correct the answer is.",
+    )
+    assert forced.returncode == 0, forced.stderr
+    assert "WARNING: --force: the scorer configuration (judge models or prompts)" in forced.stderr
+    resumed = json.loads((tmp_path / "r.json").read_text())["metadata"]["resumed"]
+    assert resumed["itemsFromJournal"] == 5
+    assert resumed["forced"] == [
+        "the scorer configuration (judge models or prompts) of eval judged_eval.py changed"
+    ]
