@@ -156,6 +156,8 @@ class Interrupt:
     abort: threading.Event = field(default_factory=threading.Event)
     """Set by the hard stop: cancel the scorers of items in flight."""
     signum: int | None = None
+    stopped: str | None = None
+    """Why admission stopped without a signal: the run journal could not be written."""
     previous: dict[int, Any] = field(default_factory=dict)
     in_flight: dict[str, int] = field(default_factory=dict)
     """Result id -> items still in flight when the hard stop left them (see :meth:`abandoned`)."""
@@ -167,6 +169,13 @@ class Interrupt:
         the hard stop came. Their workflows and judges may have made calls the providers bill;
         the command says so, and stamps it in the partial result (``abandoned_note``)."""
         self.in_flight[result_id] = self.in_flight.get(result_id, 0) + count
+
+    def stop_admission(self, reason: str) -> None:
+        """The journal's ``on_fail``: start no new item (as a first signal does, without the
+        grace period: nothing is asked to hurry). Items in flight finish and are kept in memory
+        for the results file; the command then fails, saying why (:func:`journal_stop_note`)."""
+        self.stopped = reason
+        self.event.set()
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.abort.is_set():
@@ -331,6 +340,52 @@ def join_sidecar(output: Path, results: list[dict[str, Any]], *, append: bool = 
     print(f"Captured requests saved to {target}")
 
 
+RESCUE_DIR_ENV = "AXL_EVAL_RESCUE_DIR"
+
+
+def rescue_results(output: Path, data: Any) -> Path | None:
+    """Write results that could not be written to ``output`` (a full disk, a directory in the
+    way) where they can be: ``$AXL_EVAL_RESCUE_DIR``, else the temporary directory (``$TMPDIR``,
+    usually another file system), else the home directory; synced, since they may hold the only
+    copy of paid items. Returns the path, or ``None`` when every place failed."""
+    import tempfile
+
+    from axl_action.evals.journal import sync_file_and_directory
+    from axl_action.schema import write_result_file
+
+    places = [os.environ.get(RESCUE_DIR_ENV, ""), tempfile.gettempdir(), str(Path.home())]
+    name = f"{output.stem}.rescued-{os.getpid()}{output.suffix or '.json'}"
+    for place in filter(None, places):
+        target = Path(place) / name
+        try:
+            write_result_file(target, data)
+        except OSError:
+            continue
+        sync_file_and_directory(target)
+        return target
+    return None
+
+
+def journal_stop_note(interrupt: Interrupt, results: list[dict[str, Any]]) -> str | None:
+    """After the journal failed: stamp ``metadata.journalStopped`` (the reason) in the results
+    of the run it stopped, and return the console line saying what did not run (``None`` when
+    the journal never failed)."""
+    if interrupt.stopped is None:
+        return None
+    not_started = 0
+    for result in results:
+        items = result.get("items", [])
+        cancelled = sum(1 for item in items if item.get("outcome") == "cancelled")
+        if cancelled:
+            result["metadata"]["journalStopped"] = interrupt.stopped
+            not_started += cancelled
+    return (
+        f"[axl-eval] Stopped: the run journal could not be written ({interrupt.stopped}); "
+        f"{not_started} item(s) were not started. Every item that ran is in the results; free space and "
+        "run the same command with --resume to run the rest."
+    )
+
+
 def output_file(raw: str | None) -> Path | None:
     """``--output`` of a command that runs items: checked before anything runs, since a path
     that cannot be a file would only fail after every item had run (and been paid for)."""
@@ -400,12 +455,24 @@ def write_results(
         )
 
     remove_stale_temp_files(output)
+    data = results if as_list else results[0]
     try:
-        write_result_file(output, results if as_list else results[0], replaced)
+        write_result_file(output, data, replaced)
     except OSError as exc:
+        reason = exc.strerror or str(exc)
+        rescued = rescue_results(output, data)
+        if rescued is None:
+            raise InputFileError(
+                f"cannot write the {what} to {output}: {reason}, nor anywhere else",
+                hint="free space or fix the directory's permissions; the journal, if any, keeps what it "
+                "holds for --resume",
+            ) from None
+        journal = output.with_name(output.name + ".journal.jsonl")
         raise InputFileError(
-            f"cannot write the {what} to {output}: {exc.strerror or exc}",
-            hint="check that the directory is writable, or pass another --output",
+            f"cannot write the {what} to {output}: {reason}; every item was written to {rescued} instead",
+            hint=f"free space or fix the directory, move {rescued} to {output}"
+            + (f", delete {journal} (the moved file holds every item it does)" if journal.exists() else "")
+            + ", and run the same command with --resume: only the items that did not run will run",
         ) from None
     print(f"{what[0].upper()}{what[1:]} saved to {output}")
     join_sidecar(output, results, append=append_capture)

@@ -40,6 +40,7 @@ from axl_action.cli.common import (
     check_force_flag,
     env_int,
     grace_seconds,
+    journal_stop_note,
     make_runtime,
     output_file,
     positive_int,
@@ -154,9 +155,9 @@ def run(argv: list[str]) -> int:
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
     runtime = make_runtime(args.pricing)
     runtime.cache = cache_from_flags(args, os.environ)
-    session = _journal(args) if args.output else None
-
     interrupt = Interrupt(grace=grace)
+    session = _journal(args, interrupt) if args.output else None
+
     rescored: list[dict[str, Any]] = []
     written = False
     interrupt.install()
@@ -164,6 +165,7 @@ def run(argv: list[str]) -> int:
         try:
             _rescore_all(source, (scorers, sources), runtime, args, concurrency, interrupt, session, rescored)
             interrupt.settle()
+            stop_note = journal_stop_note(interrupt, rescored)
             views = [wire_view(result) for result in rescored]
             for view in views:
                 print("\n" + console.format_table(view) + "\n")
@@ -187,6 +189,9 @@ def run(argv: list[str]) -> int:
     if interrupted is not None:
         return interrupted
     code = 0
+    if stop_note is not None:
+        print(stop_note, file=sys.stderr)
+        code = 1
     for view in views:
         message = console.budget_stop_message(view.header, f"rescore {results_path}")
         if message:
@@ -195,7 +200,7 @@ def run(argv: list[str]) -> int:
     return code
 
 
-def _journal(args: argparse.Namespace) -> JournalSession:
+def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
     from axl_action.evals.journal import JournalSession, flags_of
 
     flags = flags_of(budget=args.budget, pricing=args.pricing)
@@ -206,6 +211,7 @@ def _journal(args: argparse.Namespace) -> JournalSession:
         resume=args.resume,
         wait=args.wait,
         force=args.force,
+        on_fail=interrupt.stop_admission,
     )
 
 

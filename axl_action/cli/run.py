@@ -41,6 +41,7 @@ from axl_action.cli.common import (
     check_force_flag,
     env_int,
     grace_seconds,
+    journal_stop_note,
     make_runtime,
     output_file,
     positive_int,
@@ -195,8 +196,8 @@ def run(argv: list[str]) -> int:
 
     runtime = make_runtime(args.pricing)
     runtime.cache = cache_from_flags(args, os.environ)
-    session = _journal(args) if args.output else None
     interrupt = Interrupt(grace=grace)
+    session = _journal(args, interrupt) if args.output else None
     results: list[dict[str, Any]] = []
     written = False
     interrupt.install()
@@ -204,6 +205,7 @@ def run(argv: list[str]) -> int:
         try:
             results, failed = _run_files(files, args, runtime, interrupt, session)
             interrupt.settle()
+            stop_note = journal_stop_note(interrupt, results)
             if args.output and results:
                 write_results(
                     Path(args.output), results, as_list=len(results) != 1, append_capture=args.resume
@@ -221,10 +223,13 @@ def run(argv: list[str]) -> int:
     interrupted = closing_notes(runtime, interrupt, written=len(results), what="completed")
     if interrupted is not None:
         return interrupted
+    if stop_note is not None:
+        print(stop_note, file=sys.stderr)
+        return 1
     return 1 if failed or not results else 0
 
 
-def _journal(args: argparse.Namespace) -> JournalSession:
+def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
     from axl_action.evals.journal import JournalSession, flags_of
 
     flags = flags_of(
@@ -243,6 +248,7 @@ def _journal(args: argparse.Namespace) -> JournalSession:
         retry_failed=args.resume_failed,
         wait=args.wait,
         force=args.force,
+        on_fail=interrupt.stop_admission,
     )
 
 

@@ -185,14 +185,21 @@ class JournalWriter:
     so writers on several threads never interleave within a line and none ever waits for
     another (a lock holder the GIL switched away from would stall every worker behind it).
     :meth:`sink` returns the per-segment ``on_settled`` callback workers call; it never raises:
-    a journal that cannot be written any more (a full disk) is reported once and the run goes
-    on without it.
+    a journal that cannot be written any more (a full disk) is reported once and ``on_fail``
+    hears why (the command stops admitting items then: every item settled from that moment
+    on exists only in memory until the results file is written).
     """
 
     def __init__(
-        self, path: Path, *, interval: float | None = None, sync_interval: float = SYNC_SECONDS
+        self,
+        path: Path,
+        *,
+        interval: float | None = None,
+        sync_interval: float = SYNC_SECONDS,
+        on_fail: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
+        self.on_fail = on_fail
         self.interval = interval if interval is not None else flush_interval()
         self.sync_interval = sync_interval
         self.failed: str | None = None
@@ -330,12 +337,20 @@ class JournalWriter:
         self._last_sync = monotonic()
 
     def _fail(self, reason: str) -> None:
-        if self.failed is None:
-            self.failed = reason
+        if self.failed is not None:
+            return
+        self.failed = reason
+        if self.on_fail is None:
             warn(
                 f"[axl-eval] WARNING: the run journal stopped: {reason}. The run goes on, but a crash "
                 "from now on would lose the items settled since."
             )
+            return
+        warn(
+            f"[axl-eval] ERROR: the run journal stopped: {reason}. No new item starts: the items in "
+            "flight finish, and every item settled is kept in memory and written with the results."
+        )
+        self.on_fail(reason)
 
 
 class _SegmentSink:
@@ -1038,8 +1053,11 @@ class JournalSession:
         retry_failed: bool = False,
         wait: bool = False,
         force: bool = False,
+        on_fail: Callable[[str], None] | None = None,
     ) -> None:
         self.output = output
+        self.on_fail = on_fail
+        """Hears why the journal stopped being written (a full disk): the command stops admitting."""
         self.path = journal_path(output)
         self.command = command
         self.flags = flags
@@ -1100,9 +1118,9 @@ class JournalSession:
                 )
         try:
             if self.previous is not None:
-                self.writer = JournalWriter.append_to(self.previous, interval=interval)
+                self.writer = JournalWriter.append_to(self.previous, interval=interval, on_fail=self.on_fail)
             else:
-                self.writer = JournalWriter.create(self.path, interval=interval)
+                self.writer = JournalWriter.create(self.path, interval=interval, on_fail=self.on_fail)
         except OSError as err:
             # Before any item runs: nothing is paid for yet.
             raise _cannot_write(self.path, output, err) from None
@@ -1278,7 +1296,8 @@ class JournalSession:
                 f"command did not run; it was kept. `axl-eval recover {self.path} --output FILE` writes them out.",
                 file=sys.stderr,
             )
-        elif not complete and not self.refused:
+        elif not complete and not self.refused and self.writer.failed is None:
+            # (A journal that failed is not the whole story: the results say where the rest went.)
             print(
                 f"[axl-eval] The journal {self.path} was kept: the same command with --resume continues "
                 "the run without running or paying for its settled items again.",
