@@ -210,18 +210,20 @@ CONSOLE_WIDTH = 80
 
 
 def format_model_timing_lines(
-    model_timing: Mapping[str, ModelTimingStats] | None, *, judged: bool = False
+    model_timing: Mapping[str, ModelTimingStats] | None, *, judged: bool = False, replayed: int = 0
 ) -> list[str]:
     """The console's ``Model timing`` block: a heading, then per model its call count and its
     figures (``wire m/p · first token m/p · queued · retries · rate-limited N×``), wrapped to
     :data:`CONSOLE_WIDTH` columns.
 
     ``modelTiming`` times the workflow's calls only; with ``judged`` (the eval has an LLM
-    scorer) the heading says that the judge calls are left out.
+    scorer) the heading says that the judge calls are left out, and with ``replayed`` (calls
+    the response cache answered, which have no latency of their own) how many it left out.
     """
+    untimed = f"{plural(replayed, 'replayed call')} not timed (answered from the cache)" if replayed else ""
     if not model_timing:
-        return []
-    note = "; judge calls not included" if judged else ""
+        return [f"  Model timing: {untimed}"] if untimed else []
+    note = ("; judge calls not included" if judged else "") + (f"; {untimed}" if untimed else "")
     lines = [f"  Model timing (mean/p95 per call{note}):"]
     for model, t in model_timing.items():
         parts = [f"wire {js_round(_stat(t.wire_ms, 'mean'))}ms/{js_round(_stat(t.wire_ms, 'p95'))}ms"]

@@ -83,9 +83,10 @@ def format_table(view: RunView) -> str:
         )
         lines.append("  " + "Timing".ljust(width) + secs)
     judged = "llm" in result.scorer_types.values()
-    lines.extend(format_model_timing_lines(summary.model_timing, judged=judged))
-    lines.append("")
     accounting = read_accounting(result)
+    replayed = accounting.replayed.calls if accounting.replayed is not None else 0
+    lines.extend(format_model_timing_lines(summary.model_timing, judged=judged, replayed=replayed))
+    lines.append("")
     failed, not_run = _failures_and_not_run(result)
     lines.append(
         f"  Failures: {failed}/{summary.count} | "

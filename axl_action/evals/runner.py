@@ -289,6 +289,7 @@ def execute_run(
             include_usage=bool(getattr(runtime, "stream_usage", True)),
             redact_content=bool(getattr(runtime, "redact_content", False)),
             unattributed=stray[0],
+            cache=getattr(runtime, "cache", None),
         ):
             run_pool(count, concurrency if concurrency is not None else definition.concurrency, task)
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from axl_action.providers.base import HttpProvider, Provider
 from axl_action.providers.capture import build_record, sink_setting
 from axl_action.providers.errors import ProviderConfigError, ProviderError
-from axl_action.providers.measure import settle_usage
+from axl_action.providers.measure import call_purpose, settle_usage
 from axl_action.providers.pricing import PricingTable, default_pricing
 from axl_action.providers.registry import ProviderRegistry, default_registry, parse_model_uri
 from axl_action.providers.types import CallTiming, ChatMessage, ChatRequest, ChatResponse, TokenUsage
@@ -240,11 +240,9 @@ def cache_request(
     """What the cache key hashes for a ``runtime.chat`` call: the adapter's whole wire body
     (every parameter, ``provider_options`` merged) at its endpoint, or, for a provider that is
     not JSON over HTTP, the request's own fields. A judge's call is keyed as a judge's."""
-    from axl_action.cache import GENERATION, CacheRequest, Purpose
+    from axl_action.cache import CacheRequest
 
-    scope = current_scope()
-    judging = scope is not None and scope.purpose == "judging"
-    purpose = Purpose(kind="judge", model=model_uri) if judging else GENERATION
+    purpose = call_purpose(model_uri)
     if isinstance(provider, HttpProvider):
         url = urlsplit(provider.endpoint(request))
         base = urlsplit(provider.base_url)

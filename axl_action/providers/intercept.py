@@ -29,9 +29,9 @@ import contextlib
 import importlib
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -49,6 +49,9 @@ from axl_action.providers.measure import (
 )
 from axl_action.providers.pricing import PricingTable
 from axl_action.runtime.scope import Scope
+
+if TYPE_CHECKING:
+    from axl_action.cache.calls import ResponseCache
 
 _HTTPX_LIBRARIES = ("httpx2", "httpx")
 
@@ -71,6 +74,7 @@ def measure_model_calls(
     include_usage: bool = True,
     redact_content: bool = False,
     unattributed: Scope[Any] | None = None,
+    cache: ResponseCache | None = None,
 ) -> Iterator[None]:
     """Measure the model calls the application's SDK clients make while the block runs.
 
@@ -79,9 +83,10 @@ def measure_model_calls(
     budget of that scope closes. ``include_usage=False`` leaves streamed OpenAI chat requests
     as the app wrote them (without ``stream_options.include_usage`` such a call settles
     ``usage_missing``). ``unattributed``: the scope that records calls no scope owns (default:
-    none; they are then measured but recorded nowhere).
+    none; they are then measured but recorded nowhere). ``cache``: the response cache the
+    calls are answered from and stored in, by its mode (docs/cache.md; default: none).
     """
-    settings = Settings(pricing, include_usage, redact_content, unattributed)
+    settings = Settings(pricing, include_usage, redact_content, unattributed, cache)
     install(settings)
     try:
         yield
@@ -170,12 +175,14 @@ def _denied_content(call: Call) -> bytes:
 class _Tap:
     """Reads a reply's bytes as the application reads them, and settles at the end."""
 
-    __slots__ = ("_buffer", "_decoder", "_decompress", "_ex", "_size")
+    __slots__ = ("_buffer", "_decoder", "_decompress", "_ex", "_keep", "_size")
 
     def __init__(self, ex: Exchange, content_type: str, encoding: str) -> None:
         self._ex = ex
         sse = "text/event-stream" in content_type or (ex.call.stream and "json" not in content_type)
         self._decoder = SSEDecoder(ex.feed_event) if sse else None
+        # A streamed reply's bytes are kept only for the cache (a replay serves them again).
+        self._keep = sse and ex.keeps_reply
         self._buffer: list[bytes] = []
         self._size = 0
         encoding = encoding.strip().lower()
@@ -191,7 +198,7 @@ class _Tap:
         chunk = self._decompress.decompress(raw) if self._decompress and not decoded else raw
         if self._decoder is not None:
             self._decoder.feed(chunk)
-        else:
+        if self._decoder is None or self._keep:
             self._size += len(chunk)
             if self._size <= 32 * 1024 * 1024:
                 self._buffer.append(chunk)
@@ -202,7 +209,17 @@ class _Tap:
         if self._decoder is not None:
             if complete:
                 self._decoder.finish()
-            self._ex.settle(None, events=True, complete=complete, broken=broken or self._decoder.broken)
+            # An SDK closes a stream once its terminal event arrived, without reading on to
+            # the end: that stream is still whole.
+            complete = complete or (broken is None and (self._decoder.done or self._ex.stream_ended))
+            whole = self._keep and self._size <= 32 * 1024 * 1024
+            self._ex.settle(
+                None,
+                events=True,
+                complete=complete,
+                broken=broken or self._decoder.broken,
+                raw=b"".join(self._buffer) if whole else None,
+            )
         else:
             self._ex.settle(b"".join(self._buffer), events=False, complete=complete, broken=broken)
 
@@ -261,6 +278,9 @@ def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         if ex is None:
             return original(self, request, *args, **kwargs)
         request = _httpx_request(lib, request, ex)
+        served = ex.cached()
+        if served is not None:
+            return lib.Response(served[0], headers=served[1], content=served[2], request=request)
         if not ex.dispatch():
             return lib.Response(
                 DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
@@ -305,6 +325,9 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         if ex is None:
             return await original(self, request, *args, **kwargs)
         request = _httpx_request(lib, request, ex)
+        served = ex.cached()
+        if served is not None:
+            return lib.Response(served[0], headers=served[1], content=served[2], request=request)
         if not ex.dispatch():
             return lib.Response(
                 DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
@@ -325,7 +348,7 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _httpx_reply(ex: Exchange, response: Any, streamed: bool, tap_class: Any) -> Any:
     status = response.status_code
-    ex.headers_received(status)
+    ex.headers_received(status, _kept_headers(response.headers) if ex.keeps_reply else None)
     if not 200 <= status < 300:
         ex.failed(status)
         return response
@@ -358,17 +381,13 @@ def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[...,
             request = request.copy()
             request.body = ex.request_body
             request.headers["Content-Length"] = str(len(ex.request_body))
+        served = ex.cached()
+        if served is not None:
+            return _requests_reply(requests, *served, url=url, request=request)
         if not ex.dispatch():
-            import io
-
-            response = requests.Response()
-            response.status_code = DENIED_STATUS
-            response.headers = requests.structures.CaseInsensitiveDict(DENIED_HEADERS)
-            response.raw = io.BytesIO(_denied_content(ex.call))
-            response.url = url
-            response.request = request
-            response.reason = "Payment Required"
-            return response
+            return _requests_reply(
+                requests, DENIED_STATUS, DENIED_HEADERS, _denied_content(ex.call), url=url, request=request
+            )
         token = _inside.set(True)
         try:
             response = original(self, request, **kwargs)
@@ -378,7 +397,7 @@ def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[...,
         finally:
             _inside.reset(token)
         status = response.status_code
-        ex.headers_received(status)
+        ex.headers_received(status, _kept_headers(response.headers) if ex.keeps_reply else None)
         if not 200 <= status < 300:
             ex.failed(status)
             return response
@@ -413,6 +432,30 @@ def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[...,
 
     send.__wrapped__ = original  # type: ignore[attr-defined]
     return send
+
+
+def _requests_reply(
+    requests: Any, status: int, headers: Mapping[str, str], content: bytes, *, url: str, request: Any
+) -> Any:
+    """A ``requests.Response`` made here, never sent: a refusal or a reply from the cache."""
+    import io
+
+    response = requests.Response()
+    response.status_code = status
+    response.headers = requests.structures.CaseInsensitiveDict(headers)
+    response.raw = io.BytesIO(content)
+    response.url = url
+    response.request = request
+    response.reason = "Payment Required" if status == DENIED_STATUS else ""
+    return response
+
+
+def _kept_headers(headers: Any) -> dict[str, str]:
+    """The reply headers a cache entry keeps (``KEPT_RESPONSE_HEADERS``), from any client's
+    case-insensitive header mapping."""
+    from axl_action.cache.entry import KEPT_RESPONSE_HEADERS
+
+    return {name: headers.get(name, "") for name in KEPT_RESPONSE_HEADERS}
 
 
 __all__ = ["installed", "measure_model_calls"]

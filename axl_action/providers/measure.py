@@ -4,8 +4,10 @@ This module is the one place that turns an HTTP request to a model API into an a
 operation (``runtime.scope``), whoever sent it: the application's own SDK clients through
 the hooks of ``providers/intercept.py`` today, the project's own providers later. Its two
 seams are :meth:`Exchange.dispatch` (a request is about to leave: the admission check) and
-:meth:`Exchange.settle` (its reply is complete: usage, price, timing, capture). A response
-cache would sit exactly there.
+:meth:`Exchange.settle` (its reply is complete: usage, price, timing, capture). The response
+cache sits exactly there (``--cache MODE``, docs/cache.md): :meth:`Exchange.cached` answers a
+call from a recorded reply before admission (settled *replayed*: billed $0, certified at what it
+cost when it was made), and a live reply the one rule allows is stored once it settled.
 
 Recognition is by path and request/reply shape, never by host, so ``base_url`` overrides and
 compatible servers (vLLM, llama.cpp, LiteLLM, Ollama) are measured too:
@@ -32,6 +34,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -52,7 +55,8 @@ from axl_action.runtime.scope import (
 )
 
 if TYPE_CHECKING:
-    from axl_action.cache import CertifiedCost
+    from axl_action.cache import CacheRequest, CertifiedCost, Purpose
+    from axl_action.cache.calls import ResponseCache
 
 DENIED_STATUS = 402
 """HTTP status of the reply a refused request gets instead of being sent ("Payment Required")."""
@@ -195,13 +199,17 @@ def parse_usage(api: str, raw: Any) -> TokenUsage | None:
 class _Reply:
     """What a reply reported so far: its usage block, model, provider cost, first content."""
 
-    __slots__ = ("api", "events", "model", "usage_raw")
+    __slots__ = ("api", "ended", "events", "model", "usage_raw")
 
     def __init__(self, api: str) -> None:
         self.api = api
         self.usage_raw: Any = None
         self.model = ""
         self.events: list[Any] = []
+        self.ended = False
+        """A stream's terminal event arrived (Anthropic ``message_stop``, Responses
+        ``response.completed``; OpenAI chat's ``[DONE]`` is the decoder's): the reply is whole
+        even when the app closes the stream without reading past it."""
 
     def body(self, data: Any) -> None:
         """A whole (non-streamed) JSON reply."""
@@ -249,6 +257,7 @@ class _Reply:
             ):
                 self.usage_raw = response.get("usage")
                 self._model(response.get("model"))
+                self.ended = kind == "response.completed"
             return kind in ("response.output_text.delta", "response.function_call_arguments.delta")
         if api == "anthropic.messages":
             kind = data.get("type")
@@ -264,6 +273,8 @@ class _Reply:
                     # Cumulative, and it may revise input_tokens: the latest value of each
                     # count replaces the earlier one, never adds to it.
                     self.usage_raw = {**(self.usage_raw or {}), **usage}
+            elif kind == "message_stop":
+                self.ended = True
             return kind == "content_block_delta"
         # Gemini: every chunk is a GenerateContentResponse; the last usageMetadata is final.
         if isinstance(data.get("usageMetadata"), dict):
@@ -284,7 +295,7 @@ class _Reply:
 class Settings:
     """What one installed interception measures with."""
 
-    __slots__ = ("include_usage", "pricing", "redact_content", "unattributed")
+    __slots__ = ("cache", "include_usage", "pricing", "redact_content", "unattributed")
 
     def __init__(
         self,
@@ -292,7 +303,10 @@ class Settings:
         include_usage: bool,
         redact_content: bool,
         unattributed: Scope[Any] | None,
+        cache: ResponseCache | None = None,
     ) -> None:
+        self.cache = cache
+        """The run's response cache (``Runtime(cache=...)``), or ``None``: every call is live."""
         self.pricing = pricing
         self.include_usage = include_usage
         """Add ``stream_options.include_usage`` to streamed OpenAI chat calls lacking it."""
@@ -342,6 +356,7 @@ class Exchange:
     __slots__ = (
         "_done",
         "_first",
+        "_key",
         "_lock",
         "_reply",
         "_t0",
@@ -351,6 +366,7 @@ class Exchange:
         "logical",
         "request_body",
         "request_headers",
+        "response_headers",
         "settings",
         "status",
         "url",
@@ -374,12 +390,108 @@ class Exchange:
         """``stream_options.include_usage`` was added by us (recorded in the capture)."""
         self.logical: _Logical | None = None
         self.status = 0
+        self.response_headers: dict[str, str] = {}
+        """The reply's headers a cache entry keeps (content type, request id)."""
+        self._key: tuple[str, CacheRequest] | None = None
         self._reply = _Reply(call.api)
         self._t0 = 0.0
         self._ttfb = 0.0
         self._first: float | None = None
         self._done = False
         self._lock = threading.Lock()
+
+    # ---- seam 0: the response cache
+
+    @property
+    def keeps_reply(self) -> bool:
+        """True when a live reply may be stored: its bytes are kept as they are read."""
+        cache = self.settings.cache
+        return cache is not None and cache.writes
+
+    def cache_request(self) -> tuple[str, CacheRequest] | None:
+        """The cache key of this call, and the request as keyed: the whole JSON body at its
+        endpoint, the repeat of ``--runs`` and the purpose (credentials never part of it).
+        ``None`` for a body that cannot be keyed (a number that is not finite): such a call is
+        live and not stored, as ``runtime.chat``'s would fail to key."""
+        if self._key is None:
+            from axl_action.cache import CacheError, CacheRequest
+
+            cache = self.settings.cache
+            assert cache is not None
+            parts = urlsplit(self.url)
+            call = self.call
+            try:
+                self._key = cache.keyed(self._keyed_request(CacheRequest, parts, call))
+            except CacheError:
+                return None
+        return self._key
+
+    def _keyed_request(self, model: type[CacheRequest], parts: Any, call: Call) -> CacheRequest:
+        return model(
+            provider=call.provider,
+            endpoint=parts.path + (f"?{parts.query}" if parts.query else ""),
+            base_url=f"{parts.scheme}://{parts.netloc}",
+            model=call.model or "-",
+            body=orjson.loads(self.request_body),
+            purpose=call_purpose(f"{call.provider}:{call.model}"),
+            headers={k.lower(): v for k, v in self.request_headers.items()},
+        )
+
+    def cached(self) -> tuple[int, Mapping[str, str], bytes] | None:
+        """The reply (status, headers, body) when the cache answers this call, else ``None``
+        (send it). A hit opens the call's operation and settles it replayed; no timing is
+        recorded (latency statistics leave hits out). Under ``replay`` a miss is answered
+        with an error reply naming the nearest recorded request, never sent, never retried."""
+        cache = self.settings.cache
+        if cache is None or not cache.reads:
+            return None
+        keyed_call = self.cache_request()
+        if keyed_call is None:
+            return None
+        key, keyed = keyed_call
+        entry = cache.store.get(key)
+        call = self.call
+        if entry is None:
+            if cache.mode != "replay":
+                return None
+            miss = cache.replay_miss(keyed, f"a {call.provider}:{call.model} {call.api} call")
+            body = {"error": {"message": miss.message, "type": "cache_replay_miss", "code": miss.code}}
+            return REPLAY_MISS_STATUS, REPLAY_MISS_HEADERS, orjson.dumps(body)
+        reply = entry.reply
+        home = current_scope() or self.settings.unattributed
+        try:
+            op = open_operation(call.kind, model=f"{call.provider}:{reply.model or call.model}", home=home)
+        except AdmissionDeniedError:
+            return DENIED_STATUS, DENIED_HEADERS, orjson.dumps(denied_body(call))
+        op.replay(reply.cost.usd if reply.cost is not None else None)
+        headers = {**reply.headers, "content-type": reply.headers.get("content-type", "application/json")}
+        return reply.status, headers, entry.body_bytes()
+
+    def _store(
+        self, parsed: Any, raw: bytes | None, usage: TokenUsage, model: str, cost: CertifiedCost | None
+    ) -> None:
+        """Keep a settled live reply when the mode writes and the one rule allows it."""
+        from axl_action.cache import NotCacheable, request_record, settle_reply
+
+        cache = self.settings.cache
+        if cache is None or not cache.writes:
+            return
+        try:
+            reply = settle_reply(
+                status=self.status,
+                body=parsed if raw is None else raw,
+                usage=usage.to_wire(),
+                model=model,
+                complete=True,
+                headers=self.response_headers,
+                finish_reason=_finish_reason(self.call.api, parsed, self._reply.events),
+                cost=cost,
+            )
+        except NotCacheable:
+            return
+        keyed_call = self.cache_request()
+        if keyed_call is not None:
+            cache.store.put(keyed_call[0], request_record(keyed_call[1]), reply)
 
     # ---- seam 1: a request is about to be dispatched
 
@@ -427,9 +539,11 @@ class Exchange:
         self._t0 = time.perf_counter()
         return True
 
-    def headers_received(self, status: int) -> None:
-        """The reply's status line and headers arrived."""
+    def headers_received(self, status: int, headers: Mapping[str, str] | None = None) -> None:
+        """The reply's status line and headers arrived (``headers``: those a cache entry keeps)."""
         self.status = status
+        if headers:
+            self.response_headers = {k: v for k, v in headers.items() if v}
         self._ttfb = (time.perf_counter() - self._t0) * 1000.0
 
     def failed(self, status: int) -> None:
@@ -449,6 +563,11 @@ class Exchange:
 
     # ---- the reply, as it is read
 
+    @property
+    def stream_ended(self) -> bool:
+        """The streamed reply's terminal event arrived (see ``_Reply.ended``)."""
+        return self._reply.ended
+
     def feed_event(self, data: Any) -> None:
         """One streamed event (already parsed)."""
         if self._reply.event(data) and self._first is None:
@@ -456,12 +575,21 @@ class Exchange:
 
     # ---- seam 2: the reply is settled
 
-    def settle(self, body: bytes | None, *, events: bool, complete: bool, broken: str | None = None) -> None:
+    def settle(
+        self,
+        body: bytes | None,
+        *,
+        events: bool,
+        complete: bool,
+        broken: str | None = None,
+        raw: bytes | None = None,
+    ) -> None:
         """Settle the attempt's operation from its (2xx) reply; runs once.
 
         ``body``: the whole JSON reply (non-streamed); ``events``: the reply was streamed and
         its events were fed; ``complete``: the reply was read to its end; ``broken``: why
-        reading it failed (a stream cut off mid-event).
+        reading it failed (a stream cut off mid-event); ``raw``: a streamed reply's bytes, kept
+        when the cache writes (:attr:`keeps_reply`).
         """
         with self._lock:
             if self._done:
@@ -504,7 +632,11 @@ class Exchange:
             provider_cost = None
             if call.provider == "openai" and isinstance(reply.usage_raw, dict):
                 provider_cost = usable_cost(reply.usage_raw.get("cost"))
-            settle_usage(op, model_uri, usage, provider_cost, "provider_reported", self.settings.table())
+            certified = settle_usage(
+                op, model_uri, usage, provider_cost, "provider_reported", self.settings.table()
+            )
+            if usage is not None and complete and (raw is not None or not events):
+                self._store(parsed, raw, usage, model, certified)
             op.record_timing(
                 model_uri,
                 CallTiming(
@@ -555,6 +687,48 @@ def _close_failed(logical: _Logical) -> None:
     op = logical.op
     if op.state == "open" and logical.failed_at is not None:
         op.abandon()
+
+
+REPLAY_MISS_STATUS = 424
+"""HTTP status of the reply a ``--cache replay`` miss gets instead of being sent."""
+REPLAY_MISS_HEADERS: Mapping[str, str] = {
+    "content-type": "application/json",
+    "x-should-retry": "false",  # never retried: no recorded reply will appear by retrying
+    DENIED_HEADER: "replay-miss",
+}
+
+
+def call_purpose(model_uri: str) -> Purpose:
+    """Why the calling context makes a model call, as the cache keys it: a judge's grading
+    call inside a scorer's scope, else a generation (one rule for ``runtime.chat`` and the
+    app's own SDK calls)."""
+    from axl_action.cache import GENERATION, Purpose
+
+    scope = current_scope()
+    if scope is not None and scope.purpose == "judging":
+        return Purpose(kind="judge", model=model_uri)
+    return GENERATION
+
+
+def _finish_reason(api: str, parsed: Any, events: list[Any]) -> str | None:
+    """The reply's finish reason, where the API states one (a refusal is never cached)."""
+    found: Any = None
+    for data in [parsed] if parsed is not None else events:
+        if not isinstance(data, dict):
+            continue
+        if api == "anthropic.messages":
+            delta = data.get("delta")
+            found = (
+                data.get("stop_reason")
+                or (delta.get("stop_reason") if isinstance(delta, dict) else None)
+                or found
+            )
+        else:
+            key = "finishReason" if api == "gemini.generate" else "finish_reason"
+            for choice in data.get("candidates" if api == "gemini.generate" else "choices") or ():
+                if isinstance(choice, dict) and choice.get(key):
+                    found = choice[key]
+    return found if isinstance(found, str) else None
 
 
 def settle_usage(
@@ -618,12 +792,14 @@ DENIED_HEADERS: Mapping[str, str] = {
 class SSEDecoder:
     """Incremental server-sent-events decoder feeding an :class:`Exchange` its events."""
 
-    __slots__ = ("_buffer", "_feed", "broken")
+    __slots__ = ("_buffer", "_feed", "broken", "done")
 
     def __init__(self, feed: Callable[[Any], None]) -> None:
         self._buffer = b""
         self._feed = feed
         self.broken: str | None = None
+        self.done = False
+        """The ``[DONE]`` sentinel arrived (OpenAI chat): the stream is whole."""
 
     def feed(self, chunk: bytes) -> None:
         buffer = self._buffer + chunk
@@ -639,7 +815,10 @@ class SSEDecoder:
 
     def _event(self, block: bytes) -> None:
         data = b"\n".join(line[5:].lstrip(b" ") for line in block.split(b"\n") if line.startswith(b"data:"))
-        if not data or data == b"[DONE]":
+        if data == b"[DONE]":
+            self.done = True
+            return
+        if not data:
             return
         try:
             parsed = orjson.loads(data)

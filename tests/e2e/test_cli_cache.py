@@ -337,3 +337,73 @@ def test_replay_needs_no_key_so_a_forks_run_replays_what_was_recorded(
         ["cached_eval.py", "--cache", "on", "--output", "live.json"], {**keyless, "PROMPT": "p"}, tmp_path
     )
     assert "OPENAI_API_KEY is not set" in live.stderr + live.stdout
+
+
+SDK_EVAL = """\
+import os
+import openai
+from axl_action import dataset, define_eval, scorer
+
+client = openai.OpenAI(max_retries=0)
+CHANGED = os.environ.get("CHANGED", "")
+
+def execute_workflow(value, runtime):
+    prompt = "Say ok to item, in detail" if str(value["id"]) == CHANGED else "Say ok to item"
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": f"{prompt} {value['id']}"}], temperature=0
+    )
+    return {"output": {"id": value["id"], "text": reply.choices[0].message.content}}
+
+eval = define_eval(
+    "sdk-cached",
+    dataset("sdk-cached", items=[{"input": {"id": i}} for i in range(10)]),
+    [scorer("answered", lambda output: 1.0 if output["text"] else 0.0)],
+    concurrency=4,
+)
+"""
+
+
+def test_the_apps_own_sdk_calls_are_cached_and_the_cost_delta_stays_certified(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    (tmp_path / "sdk_eval.py").write_text(SDK_EVAL)
+    env = _env(server)
+    (tmp_path / "prices.json").write_text(
+        json.dumps({"version": 1, "models": {"openai:gpt-4o-mini": {"input": 5000, "output": 5000}}})
+    )
+    # Usage grows with the prompt, so the changed prompt costs more.
+    server.responder = lambda request: server.ok(
+        "ok",
+        usage={
+            "prompt_tokens": len(request.raw),
+            "completion_tokens": 3,
+            "total_tokens": len(request.raw) + 3,
+        },
+        model="gpt-4o-mini",
+    )
+    flags = ["--pricing", "prices.json", "--quiet"]
+    # The baseline is uncached; the PR records and reads the cache and changes one prompt.
+    base = _axl(["sdk_eval.py", *flags, "--output", "base.json"], env, tmp_path)
+    assert base.returncode == 0, base.stderr
+    warm = _axl(["sdk_eval.py", *flags, "--cache", "on", "--output", "warm.json"], env, tmp_path)
+    assert warm.returncode == 0, warm.stderr
+    assert _chat_requests(server) == 20
+    pr = _axl(
+        ["sdk_eval.py", "--pricing", "prices.json", "--cache", "on", "--output", "pr.json"],
+        {**env, "CHANGED": "3"},
+        tmp_path,
+    )
+    assert pr.returncode == 0, pr.stderr
+    assert _chat_requests(server) == 21  # only the changed prompt went out
+    assert "replayed from cache (9 of 10 calls)" in pr.stdout
+    assert "9 replayed calls not timed (answered from the cache)" in pr.stdout
+    candidate, baseline = _result(tmp_path / "pr.json"), _result(tmp_path / "base.json")
+    assert candidate["accounting"]["replayed"]["calls"] == 9
+    changed_before = baseline["items"][3]["cost"]
+    changed_after = candidate["items"][3]["cost"]
+    assert changed_after > changed_before
+    compared = _axl(["compare", "base.json", "pr.json", "--json", "cmp.json"], env, tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    cost = _result(tmp_path / "cmp.json")["comparison"]["cost"]
+    # The changed prompt's cost change, not "90 % cheaper" because nine calls were replayed.
+    assert cost["delta"] == pytest.approx(changed_after - changed_before, rel=1e-3, abs=1e-3)
