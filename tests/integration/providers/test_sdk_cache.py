@@ -10,16 +10,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import openai
 import pytest
-from google import genai
-from google.genai import types as genai_types
 
 from axl_action.cache.calls import ResponseCache, open_cache
 from axl_action.runtime.runtime import Runtime
 from tests.fakes.llm_servers import FakeLLMServer
-from tests.integration.providers.test_sdk_capture import KEY, by_prompt_size, run_items, streaming, table
+from tests.integration.providers.test_sdk_capture import (
+    KEY,
+    by_prompt_size,
+    question_workflow,
+    run_items,
+    streaming,
+    table,
+)
 
 
 @pytest.fixture
@@ -148,23 +152,7 @@ def test_errors_and_replies_without_usage_are_not_cached(oa: FakeLLMServer, tmp_
 def test_anthropic_and_gemini_calls_are_cached(flavor: str, tmp_path: Path) -> None:
     with FakeLLMServer(flavor) as server:  # type: ignore[arg-type]
         by_prompt_size(server)
-        if flavor == "anthropic":
-            client: Any = anthropic.Anthropic(base_url=server.base_url, api_key=KEY, max_retries=0)
-        else:
-            client = genai.Client(
-                api_key=KEY,
-                http_options=genai_types.HttpOptions(base_url=server.base_url, api_version="v1beta"),
-            )
-
-        def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
-            text = f"question {input_['n']}"
-            if flavor == "anthropic":
-                reply = client.messages.create(
-                    model="fake-model", max_tokens=10, messages=[{"role": "user", "content": text}]
-                )
-                return {"output": reply.content[0].text}
-            return {"output": client.models.generate_content(model="fake-model", contents=text).text}
-
+        workflow = question_workflow(flavor, server, **({"max_retries": 0} if flavor == "anthropic" else {}))
         first = run_items(workflow, n=3, rt=cached(tmp_path))
         second = run_items(workflow, n=3, rt=cached(tmp_path))
         assert len(server.requests) == 3

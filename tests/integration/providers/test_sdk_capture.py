@@ -260,28 +260,34 @@ def test_a_call_whose_attempts_all_failed_is_free(oa: FakeLLMServer) -> None:
     assert acc["operations"]["settled"] == 1 and acc["knownCost"] == 0 and acc["completeness"] == "complete"
 
 
+def question_workflow(flavor: str, server: FakeLLMServer, **client_options: Any) -> Any:
+    """A workflow asking "question N" through the real Anthropic or Gemini client."""
+    if flavor == "anthropic":
+        client: Any = anthropic.Anthropic(base_url=server.base_url, api_key=KEY, **client_options)
+    else:
+        client = genai.Client(
+            api_key=KEY,
+            http_options=genai_types.HttpOptions(base_url=server.base_url, api_version="v1beta"),
+        )
+
+    def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
+        text = f"question {input_['n']}"
+        if flavor == "anthropic":
+            reply = client.messages.create(
+                model="fake-model", max_tokens=10, messages=[{"role": "user", "content": text}]
+            )
+            return {"output": reply.content[0].text}
+        answer = client.models.generate_content(model="fake-model", contents=text)
+        return {"output": answer.text}
+
+    return workflow
+
+
 @pytest.mark.parametrize("flavor", ["anthropic", "google"])
 def test_anthropic_and_gemini_clients(flavor: str) -> None:
     with FakeLLMServer(flavor) as server:  # type: ignore[arg-type]
         by_prompt_size(server)
-        if flavor == "anthropic":
-            client: Any = anthropic.Anthropic(base_url=server.base_url, api_key=KEY)
-        else:
-            client = genai.Client(
-                api_key=KEY,
-                http_options=genai_types.HttpOptions(base_url=server.base_url, api_version="v1beta"),
-            )
-
-        def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
-            text = f"question {input_['n']}"
-            if flavor == "anthropic":
-                reply = client.messages.create(
-                    model="fake-model", max_tokens=10, messages=[{"role": "user", "content": text}]
-                )
-                return {"output": reply.content[0].text}
-            answer = client.models.generate_content(model="fake-model", contents=text)
-            return {"output": answer.text}
-
+        workflow = question_workflow(flavor, server)
         result = run_eval(define_eval("wf", dataset(6), [], workflow, concurrency=4), runtime()).model_dump(
             by_alias=True, exclude_none=True
         )
