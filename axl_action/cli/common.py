@@ -467,7 +467,9 @@ def write_results(
                 hint="free space or fix the directory's permissions; the journal, if any, keeps what it "
                 "holds for --resume",
             ) from None
-        journal = output.with_name(output.name + ".journal.jsonl")
+        from axl_action.evals.journal import journal_path
+
+        journal = journal_path(output)
         raise InputFileError(
             f"cannot write the {what} to {output}: {reason}; every item was written to {rescued} instead",
             hint=f"free space or fix the directory, move {rescued} to {output}"

@@ -9,7 +9,6 @@ Directories contribute their ``*_eval.py`` and ``*.eval.py`` files (not recursiv
 from __future__ import annotations
 
 import glob
-import hashlib
 import importlib.util
 import itertools
 import sys
@@ -90,11 +89,6 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
     return list(unique)
 
 
-def source_digest(path: Path) -> str:
-    """``sha256:`` of a source file's bytes (one rule for every source hash)."""
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _import(path: Path) -> tuple[ModuleType, dict[str, str]]:
     name = f"axl_eval_file_{next(_counter)}_{''.join(c if c.isalnum() else '_' for c in path.stem)}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -134,13 +128,14 @@ def _import(path: Path) -> tuple[ModuleType, dict[str, str]]:
         raise EvalDefinitionError(
             f"{path}{where}: importing the eval file failed: {type(exc).__name__}: {exc}"
         ) from None
+    from axl_action.evals.journal import file_digest  # the one file-hash rule
+
     siblings = _forget_siblings(before, folder)
-    sources = {path.name: source_digest(path)}
-    for file in sorted(siblings):
-        try:
-            sources[Path(file).relative_to(folder).as_posix()] = source_digest(Path(file))
-        except (OSError, ValueError):
-            continue  # a module without a readable source file (compiled only): nothing to hash
+    sources: dict[str, str] = {}
+    for file in [str(path), *sorted(siblings)]:
+        digest = file_digest(file)
+        if digest is not None:  # a module without a readable source (compiled only): skipped
+            sources[path.name if file == str(path) else Path(file).relative_to(folder).as_posix()] = digest
     return module, sources
 
 

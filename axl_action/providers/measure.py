@@ -421,21 +421,19 @@ class Exchange:
             parts = urlsplit(self.url)
             call = self.call
             try:
-                self._key = cache.keyed(self._keyed_request(CacheRequest, parts, call))
+                request = CacheRequest(
+                    provider=call.provider,
+                    endpoint=parts.path + (f"?{parts.query}" if parts.query else ""),
+                    base_url=f"{parts.scheme}://{parts.netloc}",
+                    model=call.model or "-",
+                    body=orjson.loads(self.request_body),
+                    purpose=call_purpose(f"{call.provider}:{call.model}"),
+                    headers={k.lower(): v for k, v in self.request_headers.items()},
+                )
+                self._key = cache.keyed(request)
             except CacheError:
                 return None
         return self._key
-
-    def _keyed_request(self, model: type[CacheRequest], parts: Any, call: Call) -> CacheRequest:
-        return model(
-            provider=call.provider,
-            endpoint=parts.path + (f"?{parts.query}" if parts.query else ""),
-            base_url=f"{parts.scheme}://{parts.netloc}",
-            model=call.model or "-",
-            body=orjson.loads(self.request_body),
-            purpose=call_purpose(f"{call.provider}:{call.model}"),
-            headers={k.lower(): v for k, v in self.request_headers.items()},
-        )
 
     def cached(self) -> tuple[int, Mapping[str, str], bytes] | None:
         """The reply (status, headers, body) when the cache answers this call, else ``None``
