@@ -49,7 +49,6 @@ import errno
 import fcntl
 import logging
 import os
-import secrets
 import struct
 import threading
 import time
@@ -61,6 +60,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from axl_action.atomic import write_atomic
 from axl_action.cache.entry import CacheEntry, DamagedEntry, SettledReply, decode_entry, encode_entry
 from axl_action.cache.errors import CacheError
 from axl_action.cache.key import CacheKey, is_cache_key
@@ -208,14 +208,7 @@ class DirectoryStore:
         return self._entries / key[:2] / key[2:4] / key
 
     def _write_atomic(self, final: Path, data: bytes) -> None:
-        tmp = self._tmp / f"{final.name}.{os.getpid()}.{secrets.token_hex(4)}"
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomic(final, data, tmp_dir=self._tmp)
 
     # -- reading --------------------------------------------------------------------------------
 

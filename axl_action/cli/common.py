@@ -322,6 +322,7 @@ def join_sidecar(output: Path, results: list[dict[str, Any]], *, append: bool = 
     (a resumed run) keeps the records an earlier attempt joined there, before the new ones."""
     if not any(r.get("diagnostics") for r in results):
         return  # nothing was captured (and a run that made no call never loads the providers)
+    from axl_action.atomic import write_atomic
     from axl_action.providers.capture import sidecar_path
 
     target = sidecar_path(output)
@@ -329,14 +330,11 @@ def join_sidecar(output: Path, results: list[dict[str, Any]], *, append: bool = 
     existing = [p for p in parts if p.exists()]
     if not existing:
         return
-    tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        if append and target.exists():
-            out.write(target.read_text(encoding="utf-8"))
-        for part in existing:
-            out.write(part.read_text(encoding="utf-8"))
-            part.unlink()
-    os.replace(tmp, target)
+    # The parts are deleted only once the joined file is in place: a failed write keeps them.
+    sources = ([target] if append and target.exists() else []) + existing
+    write_atomic(target, (source.read_bytes() for source in sources))
+    for part in existing:
+        part.unlink()
     print(f"Captured requests saved to {target}")
 
 
@@ -350,18 +348,17 @@ def rescue_results(output: Path, data: Any) -> Path | None:
     copy of paid items. Returns the path, or ``None`` when every place failed."""
     import tempfile
 
-    from axl_action.evals.journal import sync_file_and_directory
-    from axl_action.schema import write_result_file
+    from axl_action.atomic import write_atomic
+    from axl_action.schema.io import result_json_chunks
 
     places = [os.environ.get(RESCUE_DIR_ENV, ""), tempfile.gettempdir(), str(Path.home())]
     name = f"{output.stem}.rescued-{os.getpid()}{output.suffix or '.json'}"
     for place in filter(None, places):
         target = Path(place) / name
         try:
-            write_result_file(target, data)
+            write_atomic(target, result_json_chunks(data), sync=True)
         except OSError:
             continue
-        sync_file_and_directory(target)
         return target
     return None
 

@@ -19,6 +19,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
+from axl_action.atomic import write_atomic
 from axl_action.errors import InputFileError, read_input_bytes, validation_problem
 from axl_action.history.build import Encoded, History, decode, encode
 from axl_action.history.model import FORMAT, MAX_FILE_BYTES, VERSION, HistoryFile
@@ -115,14 +116,10 @@ def write_history(path: str | os.PathLike[str], history: History) -> Encoded:
     """Write ``history`` to ``path`` atomically (gzipped when the name ends in ``.gz``)."""
     target = Path(path)
     encoded = history_bytes(history, gzipped=target.name.endswith(".gz"))
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(encoded.data)
-        os.replace(tmp, target)
+        write_atomic(target, encoded.data)
     except OSError as err:
-        with contextlib.suppress(OSError):  # no temp file where the directory is not one
-            tmp.unlink(missing_ok=True)
         raise InputFileError(
             f"cannot write {target}: {err.strerror or err}", hint="check that the directory is writable"
         ) from None

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from axl_action.atomic import write_atomic
 from axl_action.errors import ResultFileError, validation_problem
 from axl_action.schema.base import WIRE
 from axl_action.schema.itempass import ItemShapeError
@@ -224,15 +224,4 @@ def write_result_file(
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    pieces = result_json_chunks(results, on_replaced)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.writelines(pieces)
-        # mkstemp creates 0600; a results file is an ordinary shareable artifact.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(target, result_json_chunks(results, on_replaced))
