@@ -19,19 +19,18 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from axl_action.cache.calls import CACHE_MODES, CacheMode
 from axl_action.errors import ActionInputError, BudgetError
+from axl_action.github.comments import COMMENT_MODES, CommentMode
 from axl_action.redaction import NOT_SECRET_ENV, SECRET_ENV_NAME
 from axl_action.runtime.admission import parse_budget
+from axl_action.suite import SUITE_RULE, is_suite_key
 
 Mode = Literal["auto", "baseline", "compare", "comment"]
-CommentMode = Literal["always", "on-change", "on-failure", "off"]
 
 MODES: tuple[Mode, ...] = ("auto", "baseline", "compare", "comment")
-COMMENT_MODES: tuple[CommentMode, ...] = ("always", "on-change", "on-failure", "off")
 
 _RATE_RE = re.compile(r"\d*\.?\d+")
 _INT_RE = re.compile(r"[0-9]+")
 _SHARD_RE = re.compile(r"([0-9]+)\s*/\s*([0-9]+)")
-_SUITE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SCORER_NAME_RE = re.compile(r"[^\s=,]+")
 # Characters the artifact service rejects in a name (actions/toolkit path-and-artifact-name-validation).
 _BAD_ARTIFACT_CHARS = frozenset('":<>|*?\\/\r\n')
@@ -296,10 +295,8 @@ def _artifact_name(text: str) -> str:
 
 
 def _suite(text: str) -> str:
-    if not _SUITE_RE.fullmatch(text):
-        raise ValueError(
-            "must be 1-64 letters, digits, dots, dashes or underscores, starting with a letter or digit"
-        )
+    if not is_suite_key(text):
+        raise ValueError(f"must be {SUITE_RULE}")
     return text
 
 

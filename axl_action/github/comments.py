@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+import typing
 from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Literal
@@ -31,17 +32,17 @@ from pydantic import BaseModel, ConfigDict
 from axl_action.github.api import GitHubApi
 from axl_action.github.client import repo_path
 from axl_action.github.errors import GitHubError, GitHubPermissionError
+from axl_action.suite import HEAD_SHA_RE, MARKER_RE, SUITE_RULE, comment_marker, head_sha_marker, is_suite_key
 
 log = logging.getLogger("axl_action.github")
 
 MAX_COMMENT_CHARS = 65_536
 """GitHub's documented limit ("Body is too long (maximum is 65536 characters)"), in code points."""
 GITHUB_ACTIONS_LOGIN = "github-actions[bot]"
-_SUITE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+ -]{0,99}")
-_MARKER_RE = re.compile(r'<!-- axl-eval-action:comment suite="([^"]*)" -->')
-_HEAD_RE = re.compile(r"<!-- axl-eval-action:head-sha ([0-9a-fA-F]{7,64}) -->")
 
 CommentMode = Literal["always", "on-change", "on-failure", "off"]
+"""The action's ``comment`` input: when the sticky comment is created or updated."""
+COMMENT_MODES: tuple[CommentMode, ...] = typing.get_args(CommentMode)
 GateVerdict = Literal["pass", "warn", "fail"]
 
 WRITE_HINT = (
@@ -80,13 +81,13 @@ class PullRequestComment(BaseModel):
     @property
     def suite(self) -> str | None:
         """The suite key in our marker, or None if this is not one of our comments."""
-        m = _MARKER_RE.search(self.body)
+        m = MARKER_RE.search(self.body)
         return m.group(1) if m else None
 
     @property
     def head_sha(self) -> str | None:
         """The head commit the comment was written for."""
-        m = _HEAD_RE.search(self.body)
+        m = HEAD_SHA_RE.search(self.body)
         return m.group(1).lower() if m else None
 
     @classmethod
@@ -117,12 +118,6 @@ class CommentResult(BaseModel):
     """Why, in a sentence for the log and the job summary."""
 
 
-def comment_marker(suite: str) -> str:
-    """The hidden first line that identifies our comment for ``suite``."""
-    _check_suite(suite)
-    return f'<!-- axl-eval-action:comment suite="{suite}" -->'
-
-
 def compose_comment_body(body: str, *, suite: str, head_sha: str) -> str:
     """Prefix the rendered ``body`` with the hidden marker and head-SHA lines.
 
@@ -131,7 +126,8 @@ def compose_comment_body(body: str, *, suite: str, head_sha: str) -> str:
     """
     if not re.fullmatch(r"[0-9a-fA-F]{7,64}", head_sha):
         raise GitHubError(f"Head SHA {head_sha!r} is not a hex commit id", hint="pass pull_request.head.sha")
-    text = f"{comment_marker(suite)}\n<!-- axl-eval-action:head-sha {head_sha.lower()} -->\n{body}"
+    _check_suite(suite)
+    text = f"{comment_marker(suite)}\n{head_sha_marker(head_sha)}\n{body}"
     if len(text) > MAX_COMMENT_CHARS:
         raise CommentTooLongError(
             f"The PR comment is {len(text)} characters, over GitHub's limit of {MAX_COMMENT_CHARS}",
@@ -141,11 +137,11 @@ def compose_comment_body(body: str, *, suite: str, head_sha: str) -> str:
 
 
 def _check_suite(suite: str) -> None:
-    # The key lands inside an HTML comment; "--" or a quote would end it early.
-    if not _SUITE_RE.fullmatch(suite) or "--" in suite:
+    # The action's settings hold the key to this rule already; a caller of this layer that did
+    # not would otherwise find no comment, or another suite's.
+    if not is_suite_key(suite):
         raise GitHubError(
-            f"Suite key {suite!r} cannot be used in the comment marker",
-            hint="use 1-100 characters from letters, digits, space and _ . : / @ + - (no '--')",
+            f"Suite key {suite!r} cannot be used in the comment marker", hint=f"use {SUITE_RULE}"
         )
 
 

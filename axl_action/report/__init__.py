@@ -23,12 +23,12 @@ from axl_action.report.models import ReportContext, ReportLimits, RunInfo
 from axl_action.report.render import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT_BYTES,
-    comment_marker,
     render_comment,
     render_summary,
 )
 from axl_action.schema import EvalResult, item_key
 from axl_action.schema.reading import gc_paused
+from axl_action.suite import comment_marker
 
 if TYPE_CHECKING:
     from axl_action.history.analysis import HistoryAnalysis

@@ -43,7 +43,6 @@ from axl_action.report.models import (
     TimingBlock,
 )
 from axl_action.report.regressions import top_regressions
-from axl_action.report.render import comment_marker
 from axl_action.schema import (
     EvalResult,
     RunView,
@@ -53,6 +52,7 @@ from axl_action.schema import (
     sample_counts,
 )
 from axl_action.schema.reading import gc_paused
+from axl_action.suite import comment_marker
 
 if TYPE_CHECKING:
     from axl_action.history.analysis import HistoryAnalysis

@@ -23,8 +23,6 @@ ZWJ = "\u200d"
 #: Breaks ``scheme://`` and ``www.`` so GitHub's autolinker does not fire.
 ZWSP = "\u200b"
 
-#: Prefix of every hidden marker this action writes; untrusted text must never contain it.
-MARKER_PREFIX = "<!-- axl-eval-action"
 
 # ASCII punctuation CommonMark could read as markup; each gets a backslash.
 _MD_SPECIAL = frozenset("\\`*_[]!#|~")

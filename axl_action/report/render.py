@@ -34,8 +34,6 @@ COMMENT_LIMIT = 65_536
 #: The runner drops a step summary above 1 MiB (file bytes); keep headroom for other steps.
 SUMMARY_LIMIT_BYTES = 1_000_000
 
-_SUITE_UNSAFE = re.compile(r"[^\w.:/+@-]")
-
 STATUS_ICONS = {
     "pass": "✅",
     "fail": "❌",
@@ -43,16 +41,6 @@ STATUS_ICONS = {
     "refused": "⛔",
     "skipped": "➖",
 }
-
-
-def comment_marker(suite: str) -> str:
-    """The hidden marker that identifies this suite's sticky comment.
-
-    ``<!-- axl-eval-action:comment suite="<key>" -->``; characters that could end the
-    attribute or the comment are replaced, so any suite key yields one well-formed marker.
-    """
-    safe = _SUITE_UNSAFE.sub("_", suite).replace("--", "-_")
-    return f'<!-- axl-eval-action:comment suite="{safe}" -->'
 
 
 def template_dirs() -> list[Path]:

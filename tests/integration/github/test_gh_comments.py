@@ -138,10 +138,16 @@ def test_too_long_body() -> None:
     assert len(fits) <= MAX_COMMENT_CHARS
 
 
-@pytest.mark.parametrize("suite", ["", 'a"b', "a-->b", "x" * 101, "a\nb"])
-def test_suite_keys_that_would_break_the_marker(suite: str) -> None:
-    with pytest.raises(GitHubError, match="Suite key"):
-        comment_marker(suite)
+@pytest.mark.parametrize("suite", ["", 'a"b', "a-->b", "x" * 65, "a\nb", "a b", "qa/main"])
+def test_suite_keys_the_action_would_refuse_are_refused_here_too(suite: str) -> None:
+    with pytest.raises(GitHubError, match=r"Suite key .* 1-64 letters"):
+        compose_comment_body("body", suite=suite, head_sha=HEAD)
+
+
+@pytest.mark.parametrize("suite", ['x" --><script>alert(1)</script><!-- "', "a-->b", "a\nb"])
+def test_any_name_yields_one_well_formed_marker(suite: str) -> None:
+    marker = comment_marker(suite)
+    assert marker.count("-->") == 1 and marker.endswith("-->") and "\n" not in marker
 
 
 @pytest.mark.parametrize(

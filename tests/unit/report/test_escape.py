@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from axl_action.report.escape import (
-    MARKER_PREFIX,
     html_inline,
     json_for_script,
     md_cell,
@@ -19,6 +18,7 @@ from axl_action.report.escape import (
     md_text,
 )
 from axl_action.report.markdown import untrusted_markdown_to_html
+from axl_action.suite import MARKER_PREFIX
 
 GFM = MarkdownIt("gfm-like", {"html": True, "linkify": False})
 HOSTILE = st.lists(
