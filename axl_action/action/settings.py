@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from axl_action import values
 from axl_action.cache.calls import CACHE_MODES, CacheMode
 from axl_action.errors import ActionInputError, BudgetError
 from axl_action.github.comments import COMMENT_MODES, CommentMode
@@ -28,10 +29,6 @@ Mode = Literal["auto", "baseline", "compare", "comment"]
 
 MODES: tuple[Mode, ...] = ("auto", "baseline", "compare", "comment")
 
-_RATE_RE = re.compile(r"\d*\.?\d+")
-_INT_RE = re.compile(r"[0-9]+")
-_SHARD_RE = re.compile(r"([0-9]+)\s*/\s*([0-9]+)")
-_SCORER_NAME_RE = re.compile(r"[^\s=,]+")
 # Characters the artifact service rejects in a name (actions/toolkit path-and-artifact-name-validation).
 _BAD_ARTIFACT_CHARS = frozenset('":<>|*?\\/\r\n')
 _TRUE = frozenset({"true", "True", "TRUE"})
@@ -212,15 +209,14 @@ def _bool(text: str) -> bool:
 
 
 def _positive_int(text: str) -> int:
-    if not _INT_RE.fullmatch(text) or int(text) < 1:
-        raise ValueError("must be a whole number of at least 1")
-    return int(text)
+    return values.whole_number(text, low=1)
 
 
 def _rate(text: str) -> float:
-    if not _RATE_RE.fullmatch(text) or not 0 <= float(text) <= 1:
-        raise ValueError("must be a number from 0 to 1, like 0.05 (1 turns the gate off)")
-    return float(text)
+    try:
+        return values.rate(text)
+    except ValueError as err:
+        raise ValueError(f"{err} (1 turns the gate off)") from None
 
 
 def _budget(text: str) -> str:
@@ -232,49 +228,28 @@ def _budget(text: str) -> str:
 
 
 def _shard(text: str) -> Shard:
-    match = _SHARD_RE.fullmatch(text)
-    if match is None:
-        raise ValueError("must be <index>/<total>, like 2/4 (1-based)")
-    index, total = int(match.group(1)), int(match.group(2))
-    if not 1 <= index <= total:
-        raise ValueError(f"index must be between 1 and the total, like 1/{max(total, 1)}")
+    index, total = values.shard(text)
     return Shard(index=index, total=total)
 
 
 def _threshold(text: str) -> float | dict[str, float] | Literal["auto"]:
-    allowed = (
-        "must be a non-negative number like 0.05, scorer=value pairs like accuracy=0.02,judge=0.05, "
-        "or auto (measured from the baseline history)"
-    )
-    if text == "auto":
-        return "auto"
-    if _RATE_RE.fullmatch(text):
-        return float(text)
-    out: dict[str, float] = {}
-    for piece in _list(text):
-        name, sep, value = piece.partition("=")
-        name, value = name.strip(), value.strip()
-        if not sep or not _SCORER_NAME_RE.fullmatch(name) or not _RATE_RE.fullmatch(value):
-            raise ValueError(allowed)
-        out[name] = float(value)
-    if not out:
-        raise ValueError(allowed)
-    return out
+    return values.threshold(text)
 
 
 def _history_limit(text: str) -> int:
     from axl_action.history import MAX_ROWS
 
-    if not _INT_RE.fullmatch(text) or int(text) > MAX_ROWS:
-        raise ValueError(f"must be a whole number from 0 (no history) to {MAX_ROWS}")
-    return int(text)
+    try:
+        return values.whole_number(text, low=0, high=MAX_ROWS)
+    except ValueError:
+        raise ValueError(f"must be a whole number from 0 (no history) to {MAX_ROWS}") from None
 
 
 def _cost_limit(text: str) -> float:
-    number = text.replace(" ", "").removesuffix("%")
-    if not _RATE_RE.fullmatch(number):
-        raise ValueError("must be a percentage like 20% (of the baseline's cost)")
-    return float(number)
+    try:
+        return values.percentage(text)
+    except ValueError:
+        raise ValueError("must be a percentage like 20% (of the baseline's cost)") from None
 
 
 def _choice(choices: Iterable[str]) -> Callable[[str], str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from axl_action import values
 from axl_action.errors import AxlError, UsageError
 
 
@@ -31,12 +32,9 @@ class ArgParser(argparse.ArgumentParser):
 
 def positive_int(raw: str) -> int:
     try:
-        value = int(raw.strip())
+        return values.whole_number(raw, low=1)
     except ValueError:
         raise argparse.ArgumentTypeError(f'expected a positive integer, got "{raw}"') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'expected a positive integer, got "{raw}"')
-    return value
 
 
 def budget_arg(raw: str) -> str:

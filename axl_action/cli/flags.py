@@ -7,21 +7,18 @@ argparse, whose usage dumps and prefix matching the reference does not have.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from axl_action import values
 from axl_action.errors import UsageError
+from axl_action.values import AUTO
 
 if TYPE_CHECKING:
     from axl_action.compare.engine import CompareOptions
     from axl_action.compare.gates import GateOptions
 
-_RATE_RE = re.compile(r"^\d*\.?\d+$")
-_PCT_RE = re.compile(r"^\d*\.?\d+%?$")
-_INT_RE = re.compile(r"^-?\d+$")
 
 #: The value flags that decide the gates, shared by ``compare`` and ``report``.
 GATE_VALUE_FLAGS = (
@@ -32,9 +29,6 @@ GATE_VALUE_FLAGS = (
     "--seed",
     "--history",
 )
-
-AUTO: Literal["auto"] = "auto"
-"""``--threshold auto``: thresholds measured from ``--history`` (see ``axl_action.history.noise``)."""
 
 
 @dataclass(frozen=True)
@@ -88,54 +82,45 @@ def scan(argv: Sequence[str], value_flags: Sequence[str], bool_flags: Sequence[s
 
 def error_rate(flag: str, raw: str) -> float:
     """``parseErrorRateFlag``: digits with an optional decimal point, within [0, 1]."""
-    text = raw.strip()
-    if not _RATE_RE.match(text) or not 0 <= float(text) <= 1:
-        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"')
-    return float(text)
+    try:
+        return values.rate(raw)
+    except ValueError:
+        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"') from None
 
 
 def thresholds(raw: str) -> float | Mapping[str, float] | Literal["auto"]:
     """``--threshold 0.05``, ``--threshold name=0.02,other=0.1`` or ``--threshold auto``."""
-    from axl_action.compare.thresholds import parse_threshold
-
-    if raw.strip() == AUTO:
-        return AUTO
-    parsed = parse_threshold(raw)
-    if parsed is None:
+    try:
+        return values.threshold(raw)
+    except values.NotANumber as err:
+        raise UsageError(
+            f'--threshold has a value that is not a number: "{err.piece}"',
+            hint="thresholds are non-negative numbers like 0.05",
+        ) from None
+    except ValueError:
         raise UsageError(
             f'--threshold must be a number, name=value pairs or auto, got "{raw}"',
             hint="e.g. --threshold 0.05, --threshold accuracy=0.02,tone=0.1 or --threshold auto --history history.json",
-        )
-    if isinstance(parsed, Mapping):
-        pieces = {piece.partition("=")[0].strip(): piece.strip() for piece in raw.split(",")}
-        bad = [pieces.get(k, k) for k, v in parsed.items() if math.isnan(v)]
-    else:
-        bad = [raw] if math.isnan(parsed) else []
-    if bad:
-        raise UsageError(
-            f'--threshold has a value that is not a number: "{bad[0]}"',
-            hint="thresholds are non-negative numbers like 0.05",
-        )
-    return parsed
+        ) from None
 
 
 def percentage(flag: str, raw: str) -> float:
     """A non-negative percentage, with or without a trailing ``%``."""
-    text = raw.strip()
-    if not _PCT_RE.match(text):
+    try:
+        return values.percentage(raw)
+    except ValueError:
         raise UsageError(
             f'{flag} must be a non-negative percentage, got "{raw}"',
             hint=f"e.g. {flag} 10 allows up to +10% cost per run",
-        )
-    return float(text.rstrip("%"))
+        ) from None
 
 
 def integer(flag: str, raw: str) -> int:
     """A whole number (negative allowed)."""
-    text = raw.strip()
-    if not _INT_RE.match(text):
-        raise UsageError(f'{flag} must be an integer, got "{raw}"')
-    return int(text)
+    try:
+        return values.integer(raw)
+    except ValueError:
+        raise UsageError(f'{flag} must be an integer, got "{raw}"') from None
 
 
 @dataclass(frozen=True)

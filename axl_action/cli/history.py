@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from axl_action import values
 from axl_action.cli.flags import scan
 from axl_action.errors import UsageError
 
@@ -53,10 +54,10 @@ _BOOL_FLAGS: tuple[str, ...] = ()
 def _limit(raw: str) -> int:
     from axl_action.history import MAX_ROWS
 
-    text = raw.strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_ROWS:
-        raise UsageError(f'--limit must be a whole number from 1 to {MAX_ROWS}, got "{raw}"')
-    return int(text)
+    try:
+        return values.whole_number(raw, low=1, high=MAX_ROWS)
+    except ValueError:
+        raise UsageError(f'--limit must be a whole number from 1 to {MAX_ROWS}, got "{raw}"') from None
 
 
 def run(argv: list[str], *, out: TextIO | None = None) -> int:
@@ -153,8 +154,8 @@ def history_for(gates: GateFlags, header: RunHeader) -> tuple[History | None, Au
     thresholds measured from it for the scorers of the baseline ``header``."""
     if gates.history is None:
         return None, None
-    from axl_action.cli.flags import AUTO
     from axl_action.history import auto_thresholds, load_history
+    from axl_action.values import AUTO
 
     history = load_history(gates.history)
     auto = None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import re
 import sys
 import uuid
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from axl_action import values
 from axl_action.cli.commands import (
     add_cache_flags,
     add_capture_flags,
@@ -65,13 +65,12 @@ def _error_rate(raw: str) -> float:
 
 
 def _shard(raw: str) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", raw)
-    if not match:
-        raise argparse.ArgumentTypeError(f'expected i/n like 1/4, got "{raw}"')
-    index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f'expected i/n with 1 <= i <= n, got "{raw}"')
-    return index, count
+    try:
+        return values.shard(raw)
+    except values.OutOfRange:
+        raise argparse.ArgumentTypeError(f'expected i/n with 1 <= i <= n, got "{raw}"') from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected i/n like 1/4, got "{raw}"') from None
 
 
 def _scorer_names(raw: str) -> list[str]:

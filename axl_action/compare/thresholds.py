@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,40 +22,6 @@ class MeasuredThresholds(dict[str, float]):
     A scorer it names gets that value with the source ``history``; the others keep their
     defaults (``llm``/``deterministic``/``legacy``), as for too short a history.
     """
-
-
-_GLOBAL_RE = re.compile(r"^[\d.]+$")
-_FLOAT_PREFIX_RE = re.compile(r"^[+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
-
-
-def js_parse_float(text: str) -> float:
-    """JS ``parseFloat``: the longest leading decimal literal after whitespace, else NaN."""
-    match = _FLOAT_PREFIX_RE.match(text.lstrip())
-    if not match:
-        return math.nan
-    token = match.group(0)
-    if token.endswith("Infinity"):
-        return -math.inf if token.startswith("-") else math.inf
-    return float(token)
-
-
-def parse_threshold(value: str) -> Thresholds:
-    """The value of ``--threshold``: ``0.1`` (global) or ``name=0.1,other=0.02`` (per scorer).
-
-    Same rules as the TS CLI: a value made only of digits and dots is a global number
-    (``"1.2.3"`` -> 1.2, ``"."`` -> NaN); anything else is split into ``key=value`` pieces,
-    pieces without a key or ``=`` are dropped, garbage values become NaN, and an empty map
-    means "no thresholds" (so ``-0.1`` is not accepted as a global value).
-    """
-    if _GLOBAL_RE.match(value):
-        return js_parse_float(value)
-    overrides: dict[str, float] = {}
-    for piece in value.split(","):
-        key, sep, raw = piece.partition("=")
-        if key and sep:
-            # TS splits on every "=" and keeps the second field: "a=1=2" -> "1".
-            overrides[key.strip()] = js_parse_float(raw.split("=")[0].strip())
-    return overrides or None
 
 
 @dataclass(frozen=True)

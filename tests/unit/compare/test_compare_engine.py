@@ -9,8 +9,9 @@ import pytest
 from compare_builders import make_run
 
 from axl_action.compare.engine import CompareOptions, compare_results, detect_partial, summarise
-from axl_action.compare.thresholds import parse_threshold, resolve_threshold
+from axl_action.compare.thresholds import resolve_threshold
 from axl_action.errors import CompareError
+from axl_action.values import parse_threshold
 
 DET = {"a": "deterministic"}
 
