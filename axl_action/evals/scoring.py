@@ -112,11 +112,8 @@ def score_item(item: dict[str, Any], output: Any, input_: Any, annotations: Any,
         scores: dict[str, Any] = {}
         details: dict[str, dict[str, Any]] = {}
         collected: list[str] = []
-        # One judging scope serves the scorers in turn while none measures anything (track's
-        # ``reuse``): the cell holds the last one.
-        spare: list[TrackResult[Any] | None] = [None]
         for s in scorers:
-            detail, error, score = _score_one(s, output, input_, annotations, context, env, spare)
+            detail, error, score = _score_one(s, output, input_, annotations, context, env)
             scores[s.name] = score
             details[s.name] = detail
             if error is not None:
@@ -163,13 +160,8 @@ def _score_one(
     annotations: Any,
     context: ScorerContext,
     env: ScoringEnv,
-    spare: list[TrackResult[Any] | None] | None = None,
 ) -> tuple[dict[str, Any], str | None, float | None]:
-    """One scorer -> (detail, scorerErrors entry or None, rounded score or None).
-
-    ``spare``: a cell with the judging scope of the item's previous scorer, for ``track`` to
-    reuse; it receives this scorer's scope. Only for scorers run one after another.
-    """
+    """One scorer -> (detail, scorerErrors entry or None, rounded score or None)."""
     if env.cancel_event.is_set():
         return {"score": None, "outcome": "cancelled"}, None, None
     admission = env.admission
@@ -196,11 +188,8 @@ def _score_one(
         context,
         purpose="judging",
         capture_correlation={"scorer": s.name} if env.capturing else None,
-        reuse=spare[0] if spare is not None else None,
     )
     duration = elapsed_ms(start)
-    if spare is not None:
-        spare[0] = result
 
     if result.status == "rejected":
         error = result.error

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 from axl_action.errors import AxlError
 from axl_action.runtime.admission import AdmissionController
@@ -213,9 +213,45 @@ def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
     return value if _usable(value) else 0
 
 
-EMPTY_RECORD: dict[str, Any] = _Ledger(False).record()
-"""The accounting record of every scope that measured nothing, one shared object: never edit
-it (copy it first). The run journal tells it by identity."""
+class _ReadOnlyRecord(dict[str, Any]):
+    """A dict that refuses every change, itself and all the way down.
+
+    Still a ``dict``: orjson, ``json`` and the results writer serialise it as one, and
+    ``dict(record)``/``copy.deepcopy`` give an editable plain copy.
+    """
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "the shared empty accounting record is read-only: edit a copy (copy.deepcopy(record))"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        thawed: dict[str, Any] = _thawed(self)
+        return thawed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (_thawed(self),))
+
+
+def _frozen(value: Any) -> Any:
+    return _ReadOnlyRecord({k: _frozen(v) for k, v in value.items()}) if isinstance(value, dict) else value
+
+
+def _thawed(value: Any) -> Any:
+    return {k: _thawed(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+EMPTY_RECORD: dict[str, Any] = _frozen(_Ledger(False).record())
+"""The accounting record of every scope that measured nothing: one shared object (most scopes
+of a deterministic run measure nothing), so it refuses every change, nested dicts included; an
+edit raises ``TypeError`` instead of changing every later scope. The run journal tells it by
+identity."""
 
 
 class Scope(Generic[T]):
@@ -733,18 +769,12 @@ def track(
     capture: CaptureSink | None = None,
     capture_correlation: Mapping[str, Any] | None = None,
     capture_timing_samples: bool = False,
-    reuse: Scope[Any] | None = None,
 ) -> Scope[T]:
     """Run ``fn(*args)`` inside a new scope nested in the current one; never raises ``Exception``.
 
     ``purpose`` defaults to the parent's (root: generation). ``capture`` declares the capture
     sink (inherited downwards); ``capture_correlation`` is merged over the parent's. A ``fn``
     returning an awaitable is driven to completion on a private event loop.
-
-    ``reuse``: the scope an earlier call with the same parent and options returned, once its
-    caller has read it. If nothing reported to it, it is cleared and run again instead of
-    making a new one (it is then indistinguishable from a new one): an item's deterministic
-    scorers, which almost never measure anything, share one object between them.
     """
     parent = _current.get()
     if parent is None:
@@ -753,20 +783,14 @@ def track(
         correlation = {**parent.correlation, **capture_correlation}
     else:
         correlation = parent.correlation
-    scope: Scope[T]
-    if reuse is not None and reuse.ledger is None and not reuse._open and reuse.parent is parent:
-        scope = reuse
-        scope.status, scope.value, scope.error, scope._accounting = "fulfilled", None, None, None
-        scope.correlation = correlation
-    else:
-        scope = Scope(
-            parent,
-            purpose or (parent.purpose if parent is not None else "generation"),
-            admission,
-            capture if capture is not None else (parent.capture if parent is not None else None),
-            correlation,
-            capture_timing_samples,
-        )
+    scope: Scope[T] = Scope(
+        parent,
+        purpose or (parent.purpose if parent is not None else "generation"),
+        admission,
+        capture if capture is not None else (parent.capture if parent is not None else None),
+        correlation,
+        capture_timing_samples,
+    )
     token = _current.set(scope)
     # The call and the checks after it are written out here rather than in helpers: a run
     # opens six scopes per item, and each function call is a measurable share of their cost.

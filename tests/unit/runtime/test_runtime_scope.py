@@ -337,44 +337,51 @@ def test_awaitables_work_when_the_thread_already_runs_a_loop() -> None:
         assert pool.submit(asyncio.run, caller()).result() == (3, 0.25)
 
 
-def test_a_scope_that_measured_nothing_is_reused_cleared() -> None:
-    def siblings() -> list[tuple[object, str, object, object, bool]]:
-        out = []
-        last = None
-        for fn in (lambda: 1, lambda: 1 / 0, lambda: 3):
-            last = track(fn, purpose="judging", reuse=last)
-            out.append((last, last.status, last.value, last.error, last.measured))
-        return out
+def test_sibling_scopes_are_separate_objects_whatever_they_measured() -> None:
+    def siblings() -> list[object]:
+        return [track(fn, purpose="judging") for fn in (lambda: 1, lambda: 1 / 0, lambda: paid(0.25))]
 
-    (a, *first), (b, *second), (c, *third) = track(siblings).value or []
-    assert a is b is c  # one object between them
-    assert first == ["fulfilled", 1, None, False]
-    assert second[0] == "rejected" and second[1] is None and isinstance(second[2], ZeroDivisionError)
-    assert third == ["fulfilled", 3, None, False]
+    a, b, c = track(siblings).value or []
+    assert len({id(a), id(b), id(c)}) == 3
+    assert (a.status, a.value, a.measured) == ("fulfilled", 1, False)  # type: ignore[attr-defined]
+    assert b.status == "rejected" and isinstance(b.error, ZeroDivisionError)  # type: ignore[attr-defined]
+    assert c.accounting["knownCost"] == 0.25  # type: ignore[attr-defined]
 
 
-def test_a_scope_that_measured_something_is_never_reused() -> None:
-    def siblings() -> None:
-        paying = track(lambda: paid(0.25), purpose="judging")
-        before = dict(paying.accounting)
-        after = track(lambda: 2, purpose="judging", reuse=paying)
-        assert after is not paying and not after.measured
-        assert paying.accounting == before and paying.accounting["knownCost"] == 0.25
-        again = track(lambda: paid(0.5), purpose="judging", reuse=after)  # reused, then measures
-        assert again is after and again.accounting["knownCost"] == 0.5
+def test_the_shared_empty_record_refuses_every_change_and_copies_edit_freely() -> None:
+    import copy
+    import pickle
 
-    result = track(siblings)
-    assert result.status == "fulfilled", result.error
-    assert result.accounting["knownCost"] == 0.75
-    assert result.accounting["breakdown"]["judging"] == 0.75
+    import orjson
+
+    record = track(lambda: 1).accounting
+    assert record is track(lambda: 2).accounting  # one shared object
+    edits = [
+        lambda: record.__setitem__("knownCost", 1),
+        lambda: record.update(knownCost=1),
+        lambda: record.pop("knownCost"),
+        lambda: record.setdefault("x", 1),
+        lambda: record.clear(),
+        lambda: record["usage"].__setitem__("inputTokens", 5),  # nested too
+        lambda: record["reasons"].update(x=1),
+    ]
+    for edit in edits:
+        with pytest.raises(TypeError, match="read-only"):
+            edit()
+    assert track(lambda: 3).accounting["usage"]["inputTokens"] == 0 and "x" not in record["reasons"]
+    copied = copy.deepcopy(record)
+    copied["usage"]["inputTokens"] = 5
+    assert type(copied) is dict and type(copied["usage"]) is dict
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert orjson.loads(orjson.dumps(record)) == record
 
 
-def test_a_reused_scope_takes_the_new_capture_correlation() -> None:
+def test_a_scope_takes_its_own_capture_correlation() -> None:
     sink = RecordingSink()
 
     def siblings() -> None:
-        quiet = track(lambda: 1, capture_correlation={"scorer": "a"})
-        track(captured_call, capture_correlation={"scorer": "b"}, reuse=quiet)
+        track(lambda: 1, capture_correlation={"scorer": "a"})
+        track(captured_call, capture_correlation={"scorer": "b"})
 
     track(siblings, capture=sink)
     assert sink.seen[0]["scorer"] == "b"
