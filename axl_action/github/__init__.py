@@ -82,9 +82,9 @@ from axl_action.github.event import (
     WorkflowRunTrigger,
     load_context,
 )
-from axl_action.github.retry import Backoff, Retrier, Retry
 from axl_action.github.safezip import ZipLimits, extract_zip
 from axl_action.github.workflow_commands import SummaryTooLargeError, WorkflowCommands
+from axl_action.retry import Backoff, Retrier, Retry
 
 __all__ = [
     "MAX_COMMENT_CHARS",

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import requests
 
-from axl_action.github.retry import Retrier
+from axl_action.retry import Retrier
 
 
 class GitHubApi(Protocol):

@@ -13,7 +13,7 @@ The protocol (see the platform notes, §1):
 4. ``FinalizeArtifact`` with the byte count and ``sha256:<hex>`` returns the artifact id,
    the same id the REST API lists.
 
-Twirp calls and blob requests are retried by the layer's one rule (``github.retry``): 5
+Twirp calls and blob requests are retried by the layer's one rule (``axl_action.retry``): 5
 attempts on 429/5xx and network errors, waiting 3 s (the toolkit's first wait), then twice as
 long each time, plus up to 25 % jitter. A name that already exists in the run (a re-run of the job)
 answers 409; ``overwrite=True`` deletes the old artifact first, as upload-artifact does.
@@ -167,7 +167,7 @@ class ArtifactUploader(ResultsService):
         session: a ``requests.Session`` to reuse.
         sleep: waits between retries (tests pass a recorder).
         max_attempts: attempts per Twirp call and per blob request.
-        base_delay: first backoff in seconds (``github.retry``: doubled per attempt, plus up
+        base_delay: first backoff in seconds (``axl_action.retry``: doubled per attempt, plus up
             to 25 % jitter); 3 s is the toolkit's first wait.
         max_retention_days: ``GITHUB_RETENTION_DAYS``, the repository's cap.
         on_secret: called with every credential-like value the service hands out (the SAS

@@ -39,8 +39,8 @@ from axl_action.github.errors import (
     ArtifactExpiredError,
     GitHubError,
 )
-from axl_action.github.retry import Retry
 from axl_action.github.safezip import ZipLimits, extract_zip
+from axl_action.retry import Retry
 
 log = logging.getLogger("axl_action.github")
 
@@ -196,7 +196,7 @@ def download_artifact(
 
     Raises :class:`ArtifactExpiredError` on 410, :class:`ArtifactError` when the download
     is larger than ``max_bytes`` or its SHA-256 does not match ``expected_digest``. A failed
-    blob fetch is retried (``attempts`` in all) by the client's retrier (``github.retry``).
+    blob fetch is retried (``attempts`` in all) by the client's retrier (``axl_action.retry``).
     """
     path = f"{repo_path(repo)}/actions/artifacts/{int(artifact_id)}/zip"
     session = own_session(blob_session)

@@ -34,8 +34,7 @@ from axl_action.github.errors import (
     GitHubRateLimitError,
     redact,
 )
-from axl_action.github.retry import Backoff, Retrier, Retry
-from axl_action.providers.transport import parse_retry_after
+from axl_action.retry import Backoff, Retrier, Retry, parse_retry_after
 
 log = logging.getLogger("axl_action.github")
 
@@ -66,7 +65,7 @@ class GitHubClient:
         clock: returns the current UNIX time; used to turn ``x-ratelimit-reset`` into a wait.
         max_attempts: total attempts per request, the first one included.
         max_wait: the longest single wait; a longer ``retry-after``/reset raises instead.
-        base_delay: first backoff step for 5xx and network errors (``github.retry``: doubled
+        base_delay: first backoff step for 5xx and network errors (``axl_action.retry``: doubled
             each attempt, plus up to 25 % jitter, capped at ``max_wait``).
         timeout: per-request timeout in seconds (connect and read).
         min_mutation_interval: seconds between two mutating requests (POST/PATCH/PUT/DELETE);
@@ -123,7 +122,7 @@ class GitHubClient:
             sleep=sleep,
             uniform=uniform or random.Random().random,
         )
-        """The layer's one retry rule (``github.retry``); the artifact download reuses it."""
+        """The layer's one retry rule (``axl_action.retry``); the artifact download reuses it."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], token: str, **kwargs: Any) -> GitHubClient:

@@ -9,7 +9,7 @@ share, written once.
 * Blobs go to the signed URL the service hands out, as Azure's SDK sends them: Put Block per
   chunk, then Put Block List. The SAS in the URL is the credential: no Authorization header,
   and the URL is never logged (its signature is handed to ``on_secret`` to be masked).
-* Calls and blob requests are retried by the layer's one rule (``github.retry``): 429/5xx and
+* Calls and blob requests are retried by the layer's one rule (``axl_action.retry``): 429/5xx and
   network errors, waiting 3 s, then twice as long each time, plus up to 25 % jitter.
 """
 
@@ -28,7 +28,7 @@ import requests
 
 from axl_action.github.client import USER_AGENT, own_session
 from axl_action.github.errors import GitHubError, redact
-from axl_action.github.retry import Backoff, Retrier, Retry
+from axl_action.retry import Backoff, Retrier, Retry
 
 BLOCK_SIZE = 8 * 1024 * 1024
 AZURE_API_VERSION = "2023-11-03"
@@ -78,7 +78,7 @@ class ResultsService:
             sleep=sleep,
             uniform=uniform or random.Random().random,
         )
-        """The layer's one retry rule (``github.retry``) for Twirp calls and blob requests."""
+        """The layer's one retry rule (``axl_action.retry``) for Twirp calls and blob requests."""
 
     def _mask_sas(self, url: str) -> None:
         if self.on_secret is None:

@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -45,6 +44,7 @@ from axl_action.providers.wire import (
     WireError,
     WireTruncated,
 )
+from axl_action.retry import Backoff, parse_retry_after
 
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid")
 """Response headers that carry a provider request id, in lookup order."""
@@ -70,6 +70,11 @@ class RetryPolicy:
     )
     """HTTP statuses worth another attempt (everything else fails immediately)."""
 
+    @property
+    def backoff(self) -> Backoff:
+        """These settings as the one backoff rule (``axl_action.retry.Backoff``)."""
+        return Backoff(attempts=self.max_attempts, base=self.base_delay, cap=self.max_delay)
+
 
 @dataclass(frozen=True, slots=True)
 class HttpResult:
@@ -87,32 +92,6 @@ class HttpResult:
     """Timing of the whole call across attempts."""
     exchange: WireExchange
     """The final exchange, redacted, for request capture."""
-
-
-def parse_retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, or ``retry-after`` as seconds
-    or an HTTP-date), or ``None`` when absent/unparseable. Never negative."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
 
 
 RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
@@ -395,10 +374,10 @@ class HttpTransport:
         return b"".join(parts)
 
     def backoff(self, retry_number: int) -> float:
-        """Exponential backoff with equal jitter for the ``retry_number``-th retry (1-based)."""
-        ceiling = min(self.policy.max_delay, self.policy.base_delay * 2.0 ** (retry_number - 1))
-        jitter: float = self._rng()
-        return ceiling / 2 + jitter * ceiling / 2
+        """The wait before the ``retry_number``-th retry (1-based): the project's one backoff
+        rule (``axl_action.retry``), doubling from ``base_delay``, lengthened by up to 25 %,
+        capped at ``max_delay``."""
+        return self.policy.backoff.delay(retry_number, self._rng())
 
     def post_json(
         self,

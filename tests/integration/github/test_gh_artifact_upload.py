@@ -93,7 +93,7 @@ def test_twirp_retries_then_succeeds(fake_github: FakeGitHub) -> None:
     fake_github.fail_next(1, 500, server="blob")
     _uploader(fake_github, token, sleeps).upload("x", {"a.txt": b"a"})
     assert len(sleeps) == 3
-    assert 3.0 <= sleeps[0] <= 3.75 and 6.0 <= sleeps[1] <= 7.5  # github.retry: 3 s, doubled, +0-25 %
+    assert 3.0 <= sleeps[0] <= 3.75 and 6.0 <= sleeps[1] <= 7.5  # axl_action.retry: 3 s, doubled, +0-25 %
 
 
 def test_twirp_gives_up(fake_github: FakeGitHub) -> None:

@@ -132,10 +132,10 @@ def test_retry_after_zero_or_past_falls_back_to_the_backoff(server: FakeLLMServe
         server.ok("finally"),
     )
     assert h.chat().text == "finally"
-    assert h.sleeps == pytest.approx([0.075, 0.15, 0.3])  # the backoff at rng=0.5, not 0 s
+    assert h.sleeps == pytest.approx([0.1125, 0.225, 0.45])  # the backoff at rng=0.5, not 0 s
 
 
-@pytest.mark.parametrize(("delay", "expected"), [("2s", 2.0), ("1.5s", 1.5), ("90s", 60.0), ("0s", 0.075)])
+@pytest.mark.parametrize(("delay", "expected"), [("2s", 2.0), ("1.5s", 1.5), ("90s", 60.0), ("0s", 0.1125)])
 def test_gemini_retry_info_is_honoured_like_retry_after(path: str, delay: str, expected: float) -> None:
     with FakeLLMServer("google") as server:
         h = Harness(server, path)

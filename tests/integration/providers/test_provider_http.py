@@ -132,7 +132,7 @@ def test_5xx_retries_with_backoff_until_attempts_run_out(server: FakeLLMServer) 
     err = info.value
     assert (err.status, err.retryable, err.attempts) == (503, True, 3)
     assert "after 3 attempts" in str(err) and "still down" in str(err)
-    assert h.sleeps == pytest.approx([0.075, 0.15])  # equal jitter at rng=0.5: base*2**n * 0.75
+    assert h.sleeps == pytest.approx([0.1125, 0.225])  # axl_action.retry at rng=0.5: base*2**n * 1.125
     assert len(server.requests) == 3
 
 

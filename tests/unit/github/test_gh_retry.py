@@ -1,10 +1,10 @@
-"""The one retry rule (github.retry) with a recording sleep and a fixed random source."""
+"""The one retry rule (axl_action.retry) with a recording sleep and a fixed random source."""
 
 from __future__ import annotations
 
 import pytest
 
-from axl_action.github.retry import Backoff, Retrier, Retry
+from axl_action.retry import Backoff, Retrier, Retry
 
 
 def test_backoff_doubles_adds_at_most_a_quarter_and_is_capped() -> None:

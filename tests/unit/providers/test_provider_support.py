@@ -16,7 +16,8 @@ from axl_action.providers.redact import (
     register_secret,
 )
 from axl_action.providers.registry import ProviderRegistry, parse_model_uri
-from axl_action.providers.transport import HttpTransport, RetryPolicy, describe_error_body, parse_retry_after
+from axl_action.providers.transport import HttpTransport, RetryPolicy, describe_error_body
+from axl_action.retry import Backoff, parse_retry_after
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -73,9 +74,13 @@ def test_retry_after_forms() -> None:
 
 def test_backoff_grows_and_is_capped() -> None:
     t = HttpTransport("x", policy=RetryPolicy(base_delay=1, max_delay=5), rng=lambda: 1.0)
-    assert [t.backoff(n) for n in (1, 2, 3, 4, 5)] == [1, 2, 4, 5, 5]
+    assert [t.backoff(n) for n in (1, 2, 3, 4, 5)] == [1.25, 2.5, 5, 5, 5]
     t0 = HttpTransport("x", policy=RetryPolicy(base_delay=1, max_delay=5), rng=lambda: 0.0)
-    assert t0.backoff(3) == 2  # equal jitter: never below half
+    assert t0.backoff(3) == 4  # the jitter only lengthens a wait: never below the step
+    # One formula: the GitHub layer's Backoff gives the same waits for the same settings.
+    assert [Backoff(base=1, cap=5).delay(n, 1.0) for n in (1, 2, 3, 4, 5)] == [
+        t.backoff(n) for n in (1, 2, 3, 4, 5)
+    ]
 
 
 def test_error_body_descriptions_for_each_envelope() -> None:

@@ -1,4 +1,5 @@
-"""The one retry rule of the GitHub layer: REST calls, Twirp calls and blob transfers.
+"""The one retry and backoff rule: the GitHub layer (REST, Twirp, blob transfers) and the
+LLM providers' transport both wait by it, and both read a server's ``retry-after`` with it.
 
 An attempt either returns, raises an error that ends the call, or raises :class:`Retry` to
 ask for another go. Between attempts the helper waits
@@ -6,7 +7,10 @@ ask for another go. Between attempts the helper waits
     ``delay(n) = min(cap, base · 2^(n-1) · (1 + jitter · u))``,  ``u`` uniform in [0, 1)
 
 after the n-th failed attempt, unless the server said how long to wait (``retry-after``,
-``x-ratelimit-reset``), which the attempt passes as ``Retry(wait=...)``. With the defaults
+``x-ratelimit-reset``; :func:`parse_retry_after`), which the attempt passes as
+``Retry(wait=...)``. The providers' transport runs its own attempt loop (it checks the budget
+before every attempt and times each one) but computes each wait with the same
+:meth:`Backoff.delay`. With the GitHub defaults
 (base 1 s, jitter 25 %, cap 60 s, 5 attempts) the waits are about 1, 2, 4 and 8 s: long
 enough to ride out a deploy blip of the API or the blob store, short enough that a job
 that is going to fail anyway fails within half a minute. The jitter only ever lengthens a
@@ -21,8 +25,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 log = logging.getLogger("axl_action.github")
@@ -55,6 +61,32 @@ class Backoff:
 
 
 DEFAULT_BACKOFF = Backoff()
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, or ``retry-after`` as seconds
+    or an HTTP-date), or ``None`` when absent/unparseable. Never negative."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
 
 
 class Retry(Exception):
