@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from axl_action.compare.alignment import Alignment, align
+from axl_action.compare.averaging import item_average
 from axl_action.compare.bootstrap import DEFAULT_ALPHA, DEFAULT_RESAMPLES, bootstrap_many, random_seed
 from axl_action.compare.compatibility import check_compatibility
 from axl_action.compare.cost import compare_cost
@@ -146,18 +147,14 @@ def _item_changes(
     else:
         count = min(ra.size for ra in [*b_runs, *c_runs])
         b_idx = c_idx = np.arange(count, dtype=np.intp)
-    skip = np.zeros(len(b_idx), dtype=np.bool_)
-    for ra in b_runs:
-        skip |= ra.items.errored[b_idx]
-    for ra in c_runs:
-        skip |= ra.items.errored[c_idx]
     inputs = b_runs[0].items.inputs
     key_mode = al.mode == "key"
     parts: list[tuple[npt.NDArray[np.intp], int, F64, F64, F64, Bools]] = []
     for order, name in enumerate(names):
-        b_avg, b_ok = _run_average([ra.items.column(name).score[b_idx] for ra in b_runs])
-        c_avg, c_ok = _run_average([ra.items.column(name).score[c_idx] for ra in c_runs])
-        use = ~skip & b_ok & c_ok
+        # An item that errored in any run of either side is left out (the one averaging rule).
+        b_avg, b_ok = item_average(b_runs, name, b_idx)
+        c_avg, c_ok = item_average(c_runs, name, c_idx)
+        use = b_ok & c_ok
         with np.errstate(invalid="ignore"):
             delta = round3(c_avg - b_avg)
         t = thresholds[name].value
@@ -196,19 +193,6 @@ def _item_changes(
         )
 
     return changes(is_worse), changes(~is_worse)
-
-
-def _run_average(columns: list[F64]) -> tuple[F64, np.ndarray]:
-    """Mean of the non-null scores across runs, summed in run order like the reference."""
-    total = np.zeros(len(columns[0]))
-    count = np.zeros(len(columns[0]))
-    for col in columns:
-        ok = ~np.isnan(col)
-        total += np.where(ok, col, 0.0)
-        count += ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        avg = total / count
-    return avg, count > 0
 
 
 def _timing(b_runs: Sequence[RunView], c_runs: Sequence[RunView]) -> TimingComparison | None:

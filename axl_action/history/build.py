@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pydantic_core
 
+from axl_action.compare.averaging import item_average
 from axl_action.compare.cost import certify_cost
 from axl_action.history.model import (
     DEFAULT_LIMIT,
@@ -99,23 +100,17 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def _item_scores(runs: Sequence[RunView], name: str) -> F64:
-    """Each item's score averaged over the runs; NaN where no run scored it or it errored.
+    """Each item's score averaged over the runs of one sha; NaN where it has none.
 
-    Averaged like the compare engine's item-level changes: the non-null scores of items
-    without an error, per position of the first run.
+    Compare's rule (``axl_action.compare.averaging``): the non-null scores, by position of the
+    first run; an item that errored in any of the runs has no average, so one failed run cannot
+    make an item look flaky. A run of another length cannot be lined up by position and is
+    left out.
     """
     size = runs[0].size
-    total = np.zeros(size)
-    count = np.zeros(size)
-    for run in runs:
-        if run.size != size:
-            continue  # a run of another length cannot be lined up by position
-        score = run.items.column(name).score
-        ok = ~np.isnan(score) & ~run.items.errored
-        total += np.where(ok, score, 0.0)
-        count += ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return round3(total / count)
+    lined_up = [run for run in runs if run.size == size]
+    average, usable = item_average(lined_up, name, np.arange(size, dtype=np.intp))
+    return round3(np.where(usable, average, np.nan))
 
 
 def _scorer_point(runs: Sequence[RunView], name: str, kind: str | None) -> ScorerPoint:

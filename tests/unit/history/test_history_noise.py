@@ -234,3 +234,21 @@ def test_seeded_coin_flip_items_are_found_and_stable_ones_are_not() -> None:
     assert {"id:item-00004", "id:item-00017", "id:item-00033"} <= found["judge"]
     assert len(found["judge"]) <= 8  # a 0.12-sd judge rarely moves two levels, three times
     assert found["exact"] == set()
+
+
+def test_an_item_that_errored_in_one_run_has_no_average_as_in_compare() -> None:
+    # Two runs of one sha; item 3 errored in the second. Compare leaves such an item out of the
+    # item-level changes, so the history must not average it from the run that scored it (one
+    # failed run would otherwise read as a move and make the item look flaky).
+    from axl_action.compare.averaging import item_average
+
+    suite = Suite(n=6, kinds={"judge": "levels"}, seed=3)
+    runs = [
+        wire_view(run_wire(suite, 1, run_id="a", timestamp=timestamp(1))),
+        wire_view(run_wire(suite, 1, run_id="b", timestamp=timestamp(1), failed_items=[3])),
+    ]
+    scores = history_entry(runs, run_id="1").scores["judge"]
+    assert math.isnan(scores[3])
+    assert not np.isnan(np.delete(scores, 3)).any()
+    _, usable = item_average(runs, "judge", np.arange(6, dtype=np.intp))
+    assert list(usable) == [True, True, True, False, True, True]
