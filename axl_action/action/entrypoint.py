@@ -26,6 +26,7 @@ from axl_action.action.orchestrator import run_action
 from axl_action.action.settings import read_settings, secrets_to_mask
 from axl_action.action.setup import run_setup, version_line
 from axl_action.action.workspace_files import WorkspaceFiles
+from axl_action.cli import tuning
 from axl_action.cli.common import GRACE_ENV, leave, tolerant_console
 from axl_action.errors import ActionInputError, AxlError
 from axl_action.github.actions_cache import ActionsCache
@@ -50,7 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key in list(os.environ):
         if key in _WITHHELD or key.upper().replace("-", "_") == "INPUT_GITHUB_TOKEN":
             del os.environ[key]
-    return run(env)
+    # Compare and the report build millions of small objects and keep them: the collector is
+    # off for the action (the eval step turns it back on for the eval code; cli/tuning.py).
+    with tuning.collector_off():
+        return run(env)
 
 
 def scratch_dir(runner_temp: str | None, commands: WorkflowCommands) -> Path:

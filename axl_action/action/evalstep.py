@@ -181,10 +181,12 @@ def _take_results(request: EvalRequest) -> EvalRun:
 
 def _cli(command: str, argv: list[str]) -> int:
     """Call ``axl-eval <command> argv`` in this process (imported lazily, like the dispatcher)."""
+    from axl_action.cli import tuning
     from axl_action.redaction import redacted_std_streams
 
     module = importlib.import_module(f"axl_action.cli.{command}")
-    # As at the CLI's entry: the eval code's print and logging reach the step log redacted.
-    with redacted_std_streams():
+    # As at the CLI's entry: the collector tuned for the command, and the eval code's print
+    # and logging reach the step log redacted.
+    with tuning.tuned(command), redacted_std_streams():
         code: int = module.run(argv)
     return code

@@ -7,13 +7,13 @@ runner's imports and vice versa.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from axl_action.cli import tuning
 from axl_action.cli.common import HardStop, leave, tolerant_console
 from axl_action.errors import AxlError
 from axl_action.redaction import redact, redacted_std_streams, register_env_secrets
@@ -28,22 +28,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Render the PR comment, job summary and HTML report for a result"),
     "history": ("history", "Build a history.json of baseline runs from results files"),
 }
-
-# Commands that load eval files: their code may use numpy's BLAS as it likes.
-RUNS_EVAL_CODE = frozenset({"run", "rescore"})
-
-
-def one_blas_thread() -> None:
-    """Ask for a single OpenBLAS thread before numpy loads, unless the user chose a number.
-
-    Our numpy work is element-wise arithmetic, gathers and sorts, never BLAS. Yet loading
-    numpy starts an OpenBLAS worker per core, and each spins for about 0.1 s of CPU waiting
-    for work that never comes: on a two-core runner `compare` lost that to its forked readers.
-    Only commands that run no eval code do this (see ``RUNS_EVAL_CODE``).
-    """
-    if "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 
 USAGE = """\
 Usage: axl-eval <eval paths...> [flags]          run evals (same as `axl-eval run`)
@@ -110,13 +94,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f'Error: unknown command "{args[0]}" (did you mean `axl-eval {mistyped}`?)', file=sys.stderr
             )
             return 1
-    if name not in RUNS_EVAL_CODE:
-        one_blas_thread()
-    module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
-    # The command's stdout, stderr and logging (the eval code's print and logging among them)
-    # pass through the one redaction rule, for this command only.
-    with redacted_std_streams():
-        return _run_command(module, rest)
+    # The collector and the BLAS threads are tuned for this command only (cli/tuning.py).
+    with tuning.tuned(name):
+        module = importlib.import_module(f"axl_action.cli.{COMMANDS[name][0]}")
+        # The command's stdout, stderr and logging (the eval code's print and logging among
+        # them) pass through the one redaction rule, for this command only.
+        with redacted_std_streams():
+            return _run_command(module, rest)
 
 
 def _run_command(module: Any, rest: list[str]) -> int:
@@ -135,29 +119,12 @@ def _run_command(module: Any, rest: list[str]) -> int:
 
 
 def console_main() -> NoReturn:
-    """The process entry point (`axl-eval`, `python -m axl_action`): :func:`main`, then exit.
-
-    After the command everything left is frozen out of the collector: interpreter shutdown
-    otherwise runs its own collections over every object the command left alive, which took
-    40-70 ms after a 20,000-item compare.
-
-    Commands that run eval code (``RUNS_EVAL_CODE``) collect their garbage once first, since
-    an eval's cycles may hold objects whose finalisers must run. The others run with the
-    collector off from here to the exit and skip that pass: what they build (imports, parsed
-    files, comparisons) is kept or freed by reference counting. The collector's passes found
-    nothing to free there: 80 passes and 20-27 ms of a 20,000-item compare while it ran, and
-    20-25 ms at its exit for 691 objects left from building classes at import, none with a
-    finaliser (as for ``report``, ``history`` and ``merge``). Paused here and not in
-    :func:`main`, which callers in the same process (tests, scripts) expect to leave the
-    collector as it was.
-    """
-    runs_eval_code = command_of(sys.argv[1:])[0] in RUNS_EVAL_CODE
-    if not runs_eval_code:
-        gc.disable()
+    """The process entry point (`axl-eval`, `python -m axl_action`): :func:`main`, then exit,
+    with the process tuned for the command (``axl_action.cli.tuning``)."""
+    command = command_of(sys.argv[1:])[0]
+    tuning.at_entry(command)
     code = main()
-    if runs_eval_code:
-        gc.collect()
-    gc.freeze()
+    tuning.at_exit(command)
     raise SystemExit(code)
 
 

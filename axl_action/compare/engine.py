@@ -42,7 +42,6 @@ from axl_action.errors import CompareError
 from axl_action.formatting import plural
 from axl_action.schema import RunView, SampleCounts, as_views, round3, sample_counts
 from axl_action.schema.numbers import to_fixed
-from axl_action.schema.reading import gc_paused as paused_gc
 from axl_action.schema.view import F64, Bools, Run, Side, header_of
 
 
@@ -274,8 +273,7 @@ def compare_results(baseline: Side, candidate: Side, options: CompareOptions | N
 
     Views (``schema.load_run_views``) are what the CLI passes: a model is read into one first.
     """
-    with paused_gc():
-        return _compare(baseline, candidate, options)
+    return _compare(baseline, candidate, options)
 
 
 def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) -> Comparison:

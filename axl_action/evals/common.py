@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,38 +37,6 @@ def tracker_for(runtime: Any) -> tuple[bool, Callable[..., TrackResult[Any]]]:
     """(instrumented, scope tracker) for ``runtime``."""
     instrumented = bool(getattr(runtime, "instrumented", True))
     return instrumented, (track if instrumented else track_uninstrumented)
-
-
-@contextlib.contextmanager
-def old_objects_frozen() -> Iterator[None]:
-    """Keep the objects that exist before a run out of the collector's way until it ends.
-
-    A run keeps every item it builds, so the cyclic collector's full passes keep finding a
-    larger heap, and they scan everything alive, the loaded modules and the dataset
-    included: on a run of 20,000 cheap items that was the largest single cost per item.
-    ``gc.freeze`` sets today's objects aside (they are not copied or changed, only not
-    scanned), and ``gc.unfreeze`` hands them back afterwards, so nothing stays uncollectable.
-    The collector keeps running on what the run itself creates, less the settled items that
-    :func:`item_settled` sets aside as well.
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
-# Settled items are kept to the end of the run like the objects older than it, so they are
-# set aside the same way, a thousand at a time: ``gc.freeze`` only moves the collector's
-# lists (its cost does not grow with the heap), and what the collector still scans stays the
-# size of the last thousand items' objects instead of growing with the run.
-_FREEZE_EVERY = 1000
-
-
-def item_settled(index: int) -> None:
-    """Item ``index`` of a run in :func:`old_objects_frozen` has settled and is kept."""
-    if index % _FREEZE_EVERY == _FREEZE_EVERY - 1:
-        gc.freeze()
 
 
 def iso_now() -> str:

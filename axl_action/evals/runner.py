@@ -26,8 +26,6 @@ from axl_action.evals.common import (
     capture_manifest,
     empty_accounting_wire,
     iso_now,
-    item_settled,
-    old_objects_frozen,
     tracker_for,
 )
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
@@ -181,7 +179,6 @@ def plan_run(
     return RunPlan(facts=facts, items=[dataset_items[i] for i in chosen], started=started)
 
 
-@old_objects_frozen()
 def execute_run(
     definition: EvalDefinition,
     runtime: Any = None,
@@ -265,7 +262,6 @@ def execute_run(
             if on_settled is not None:
                 on_settled(index, item)
         results[index] = item
-        item_settled(index)
         if on_progress is not None:
             state.item_done(index, item.get("outcome"))
 

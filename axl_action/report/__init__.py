@@ -27,7 +27,6 @@ from axl_action.report.render import (
     render_summary,
 )
 from axl_action.schema import EvalResult, item_key
-from axl_action.schema.reading import gc_paused
 from axl_action.suite import comment_marker
 
 if TYPE_CHECKING:
@@ -63,8 +62,7 @@ def render_report_html(
     ``history``: the analysis the context was built with; the item explorer then shows each
     item's score history and gets a "flaky" filter.
     """
-    with gc_paused():
-        return _render_report_html(ctx, candidate, baseline, comparison, history)
+    return _render_report_html(ctx, candidate, baseline, comparison, history)
 
 
 def _render_report_html(

@@ -51,7 +51,6 @@ from axl_action.schema import (
     run_view,
     sample_counts,
 )
-from axl_action.schema.reading import gc_paused
 from axl_action.suite import comment_marker
 
 if TYPE_CHECKING:
@@ -260,9 +259,7 @@ def build_report_context(
     ``history``: the baseline's history (``axl_action.history.analysis.analyse``) adds the
     History panel, each scorer's noise band and the flaky marks on regressed items.
     """
-    # Millions of live objects from a large run: a full GC pass here costs ~1 s and frees nothing.
-    with gc_paused():
-        return _build(candidate, baseline, comparison, gates, run_info, limits, history)
+    return _build(candidate, baseline, comparison, gates, run_info, limits, history)
 
 
 def _build(

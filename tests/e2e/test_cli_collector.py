@@ -1,6 +1,6 @@
-"""The process entry runs commands without eval code with the cyclic collector off to the
-exit; commands with eval code collect once at the exit; ``main`` itself leaves the collector
-as the caller had it."""
+"""Commands without eval code run with the cyclic collector off; commands with eval code
+collect once at the exit; ``main`` itself leaves the collector as the caller had it (the
+tuning is ``axl_action.cli.tuning``'s, for the command only)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ PROBE = """
 import gc, sys
 from axl_action.cli import main as cli
 seen, passes = [], []
-def command():
+def command(module, rest):
     seen.append(gc.isenabled())
     gc.callbacks.append(lambda phase, info: phase == "stop" and passes.append(info))
     return 0
-cli.main = command
+cli._run_command = command
 sys.argv = ["axl-eval", *sys.argv[1:]]
 try:
     cli.console_main()
