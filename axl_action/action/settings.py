@@ -232,10 +232,6 @@ def _shard(text: str) -> Shard:
     return Shard(index=index, total=total)
 
 
-def _threshold(text: str) -> float | dict[str, float] | Literal["auto"]:
-    return values.threshold(text)
-
-
 def _history_limit(text: str) -> int:
     from axl_action.history import MAX_ROWS
 
@@ -306,7 +302,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "runs": _positive_int,
     "concurrency": _positive_int,
     "shard": _shard,
-    "threshold": _threshold,
+    "threshold": values.threshold,
     "history-limit": _history_limit,
     "fail-on-regression": _bool,
     "max-item-error-rate": _rate,
