@@ -212,7 +212,8 @@ def execute_run(
     interrupted ones run again now): their known spend is charged to the budget before the
     first item is admitted and folded into the run's accounting. ``on_abandoned(n)`` hears,
     when a hard stop (a ``BaseException`` such as the CLI's ``HardStop``) leaves the workers
-    running, how many items were in flight then: their calls may have been billed.
+    running, how many items were in flight then: their calls may have been billed. From then
+    on ``on_settled`` is not called again, so what it kept and what was counted never overlap.
     """
     if plan is None:
         plan = plan_run(definition, shard=shard, result_id=result_id)
@@ -253,14 +254,24 @@ def execute_run(
         state.item_done(index, item.get("outcome"))
     pending = [i for i in range(len(items_in)) if i not in restored] if restored else None
 
+    # Settling (the journal's append and the store below) and a hard stop's count of the items
+    # in flight take turns: an item finishing while the hard stop is being written is either
+    # settled before the count or abandoned, never both (held by the journal yet called lost).
+    settling = threading.Lock()
+    abandoned: list[bool] = []  # non-empty once a hard stop counted the items in flight
+
     def process(index: int) -> None:
         if cancel.is_set():
             item = _cancelled_stub(items_in[index])
         else:
             results[index] = _IN_FLIGHT  # one list store: what a hard stop counts as abandoned
             item = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
-            if on_settled is not None:
-                on_settled(index, item)
+            with settling:
+                if abandoned:
+                    return  # counted as abandoned in flight: nothing may hold it now
+                if on_settled is not None:
+                    on_settled(index, item)
+                results[index] = item
         results[index] = item
         if on_progress is not None:
             state.item_done(index, item.get("outcome"))
@@ -292,8 +303,11 @@ def execute_run(
     try:
         run_scope = tracker(run_items, admission=admission, capture=refs)
     except BaseException as stop:
-        if on_abandoned is not None and not isinstance(stop, Exception):
-            on_abandoned(sum(1 for r in results if r is _IN_FLIGHT))
+        if not isinstance(stop, Exception):
+            with settling:
+                abandoned.append(True)
+                if on_abandoned is not None:
+                    on_abandoned(sum(1 for r in results if r is _IN_FLIGHT))
         raise
     if run_scope.status == "rejected":
         assert run_scope.error is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -416,3 +417,59 @@ def test_failed_items_and_scorers_free_their_frames_without_the_cyclic_collector
         assert len(alive) == 9 and all(ref() is None for ref in alive)
     finally:
         gc.enable()
+
+
+class _Stop(BaseException):
+    """What the CLI's hard stop is: a BaseException raised in the main thread."""
+
+
+def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_never_both() -> None:
+    # Item 0 finishes right after the hard stop counted it in flight; item 1 is stuck. Before
+    # the settle lock, item 0 reached the journal (on_settled) after being counted abandoned,
+    # so the CLI said "no result holds them" about an item the partial result held.
+    import signal
+
+    from axl_action.evals.runner import execute_run
+
+    counted = threading.Event()
+    release = threading.Event()
+    stuck = threading.Event()
+    settled: list[int] = []
+    abandoned: list[int] = []
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def workflow(value: Any, runtime: Any) -> Any:
+        if value["n"] == 0:
+            stuck.wait(10)
+            signal.pthread_kill(main, signal.SIGUSR1)
+            counted.wait(10)
+        else:
+            stuck.set()
+            release.wait(10)
+        return value["n"]
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise _Stop
+
+    def on_abandoned(n: int) -> None:
+        abandoned.append(n)
+        counted.set()
+
+    definition = define_eval("race", dataset("race", items=items(2)), [EXACT], execute_workflow=workflow)
+    previous = signal.signal(signal.SIGUSR1, stop)
+    try:
+        with pytest.raises(_Stop):
+            execute_run(
+                definition,
+                Runtime(),
+                concurrency=2,
+                on_settled=lambda index, item: settled.append(index),
+                on_abandoned=on_abandoned,
+            )
+        time.sleep(0.2)  # item 0's worker returns from its workflow and tries to settle
+    finally:
+        release.set()
+        signal.signal(signal.SIGUSR1, previous)
+    assert abandoned == [2]
+    assert settled == []
