@@ -109,11 +109,11 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
         return 0
     args = parse_args(argv)
 
-    # The readers fork before numpy and pydantic are imported (schema.reading needs neither):
-    # this process imports them, and the comparison code, while the children parse.
-    from axl_action.schema.reading import ViewFileReads
+    # The readers' worker processes start before numpy and pydantic are imported (the item
+    # pass needs neither): this process imports them, and the comparison code, while they parse.
+    from axl_action.cli.parallel_read import ParallelReads
 
-    with ViewFileReads([args.baseline, args.candidate]) as reads:
+    with ParallelReads([args.baseline, args.candidate]) as reads:
         from axl_action.compare.console import format_compare
         from axl_action.compare.gates import (
             scorer_subset_refusal,

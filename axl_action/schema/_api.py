@@ -57,7 +57,7 @@ from axl_action.schema.outcomes import (
     is_total_wipeout,
     refused_work,
 )
-from axl_action.schema.reading import KNOWN_ACCOUNTING_VERSIONS, ViewFileReads
+from axl_action.schema.reading import KNOWN_ACCOUNTING_VERSIONS
 from axl_action.schema.result import (
     CallerReport,
     Coverage,
@@ -152,7 +152,6 @@ __all__ = [
     "Tolerance",
     "Usage",
     "ViewFile",
-    "ViewFileReads",
     "WireModel",
     "aggregate_accounting",
     "as_view",

@@ -30,11 +30,9 @@ from axl_action.schema.jsonio import dumps_js_chunks
 from axl_action.schema.reading import (
     HINT,
     FileRead,
-    ViewFileReads,
     check_shape,
     check_versions,
     decode_json,
-    gc_paused,
     read_bytes,
     read_runs,
 )
@@ -62,8 +60,7 @@ def _explain(err: ValidationError, source: str, prefix: str) -> ResultFileError:
 
 def parse_result_data(data: Any, source: str = "<results>") -> ResultFile:
     """Validate already-decoded JSON as a result or a list of results."""
-    with gc_paused():
-        return _parse(data, source)
+    return _parse(data, source)
 
 
 def _parse(data: Any, source: str) -> ResultFile:
@@ -98,8 +95,7 @@ def _result(entry: dict[str, Any], source: str, where: str) -> EvalResult:
 def parse_result_text(text: str | bytes, source: str = "<results>") -> ResultFile:
     """Parse JSON text as a results file."""
     raw = text.encode("utf-8") if isinstance(text, str) else text
-    with gc_paused():
-        data = decode_json(raw, source)
+    data = decode_json(raw, source)
     check_versions(data, source)
     return parse_result_data(data, source)
 
@@ -137,10 +133,10 @@ def load_run_views(path: str | os.PathLike[str]) -> ViewFile:
 
 
 def load_run_view_files(paths: Sequence[str | os.PathLike[str]]) -> list[ViewFile]:
-    """:func:`load_run_views` of several files, read at the same time where the platform allows
-    (see :class:`ViewFileReads`)."""
-    with ViewFileReads(paths) as reads:
-        return reads.wait()
+    """:func:`load_run_views` of several files, one after the other; the first bad file in
+    argument order raises. (``axl-eval compare`` reads its two files in worker processes it
+    starts itself, ``cli/parallel_read.py``: a library call starts no process.)"""
+    return [load_run_views(path) for path in paths]
 
 
 def _finish(read: FileRead) -> ViewFile:
@@ -172,14 +168,13 @@ def _parse_views(raw: bytes, source: str) -> ViewFile:
 
 
 def views_of_read(read: FileRead | None, path: str | os.PathLike[str]) -> ViewFile:
-    """The views of what a forked reader sent (``None``: it died, and the file is read here)."""
+    """The views of what a worker process sent (``None``: it died, and the file is read here)."""
     return load_run_views(path) if read is None else _finish(read)
 
 
 def parse_run_views(raw: bytes, source: str = "<results>") -> ViewFile:
     """:func:`load_run_views` over bytes already read."""
-    with gc_paused():
-        return _parse_views(raw, source)
+    return _parse_views(raw, source)
 
 
 Results = EvalResult | Mapping[str, Any] | Sequence[EvalResult | Mapping[str, Any]]
@@ -194,10 +189,9 @@ def result_json_chunks(
 ) -> Iterator[bytes]:
     """:func:`result_json_bytes` in pieces (see :func:`~axl_action.schema.jsonio.dumps_js_chunks`),
     so that a writer never holds the whole text twice."""
-    with gc_paused():
-        if isinstance(results, EvalResult | Mapping):
-            return dumps_js_chunks(_wire(results), on_replaced)
-        return dumps_js_chunks([_wire(r) for r in results], on_replaced)
+    if isinstance(results, EvalResult | Mapping):
+        return dumps_js_chunks(_wire(results), on_replaced)
+    return dumps_js_chunks([_wire(r) for r in results], on_replaced)
 
 
 def result_json_bytes(results: Results, on_replaced: Callable[[list[str]], None] | None = None) -> bytes:

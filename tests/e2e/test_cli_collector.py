@@ -14,14 +14,15 @@ from axl_action.cli import main as cli_main
 
 # Runs console_main in a fresh process with the command's work replaced by a probe of the
 # collector, then prints what the probe saw, the exit code, whether the exit froze what was
-# left, and how many collections ran after the command.
+# left, and how many full collections ran after the command.
 PROBE = """
 import gc, sys
 from axl_action.cli import main as cli
 seen, passes = [], []
 def command(module, rest):
     seen.append(gc.isenabled())
-    gc.callbacks.append(lambda phase, info: phase == "stop" and passes.append(info))
+    # Full passes only: a young-generation pass may run after the command on any allocation.
+    gc.callbacks.append(lambda phase, info: phase == "stop" and info["generation"] == 2 and passes.append(info))
     return 0
 cli._run_command = command
 sys.argv = ["axl-eval", *sys.argv[1:]]

@@ -1,5 +1,6 @@
-"""Reading several results files at once: the same views and the same first error as reading
-them one after the other, whether a forked child or this process reads each."""
+"""compare's reading of its two files in worker processes (cli/parallel_read.py): the same
+views and the same first error as reading them one after the other, whether a worker or this
+process reads each; the library's ``load_run_view_files`` starts no process."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from axl_action.cli import parallel_read
 from axl_action.errors import ResultFileError
 from axl_action.schema import load_run_view_files, load_run_views
-from axl_action.schema import reading as schema_reading
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures" / "axl-eval-0.16.1"
@@ -22,15 +23,15 @@ BASELINE = FIXTURES / "math20-baseline.json"
 CANDIDATE = FIXTURES / "math20-candidate.json"
 RUNS3 = FIXTURES / "math20-baseline-runs3.json"
 
-forking = pytest.mark.skipif(not schema_reading._can_fork(), reason="reads in a child only on Linux")
+forking = pytest.mark.skipif(sys.platform != "linux", reason="reads in worker processes only on Linux")
 
 
 # The forking tests run in a fresh interpreter: the reader forks only while no other thread
 # runs, and a test session keeps threads of its own (session-wide servers, event loops).
 _SAME = """
-import numpy as np
-
 def same(a, b):
+    import numpy as np  # not before the workers fork: its BLAS threads would forbid that
+
     assert a.header == b.header
     assert a.items.keys == b.items.keys
     assert a.items.errors == b.items.errors
@@ -68,10 +69,11 @@ def _python(program: str) -> str:
 def test_views_read_in_a_child_equal_views_read_here() -> None:
     out = _fresh(
         """
-from axl_action.schema import io, load_run_view_files, load_run_views
-from axl_action.schema import reading
-assert reading._can_fork()
-files = load_run_view_files(PATHS)
+from axl_action.cli.parallel_read import ParallelReads, can_fork
+assert can_fork()
+with ParallelReads(PATHS) as reads:
+    files = reads.wait()
+from axl_action.schema import load_run_views
 for got, path in zip(files, PATHS, strict=True):
     expected = load_run_views(path)
     assert got.path == path and got.is_list == expected.is_list
@@ -88,74 +90,72 @@ print("same")
 
 
 @forking
-def test_children_read_every_file() -> None:
-    # Reads made in a child come back as its pickled views, not through this spy.
+def test_workers_read_every_file(tmp_path: Path) -> None:
+    # Each file is read by a worker of its own, never by this process.
     out = _fresh(
-        """
+        f"""
 import json, os
-from pathlib import Path
-from axl_action.schema import io
-readers = []
-real = io.load_run_views
+from axl_action.cli import parallel_read
+real = parallel_read._read_in_worker
 def spy(path):
-    views = real(path)
-    readers.append([Path(path).name, os.getpid()])
-    return views
-io.load_run_views = spy
-files = io.load_run_view_files(PATHS)
-print(json.dumps({"readers": readers, "me": os.getpid(), "runs": [len(f.runs) for f in files]}))
+    with open({str(tmp_path / "readers.log")!r}, "a") as log:
+        log.write(f"{{os.getpid()}} {{os.path.basename(path)}}\\n")
+    return real(path)
+parallel_read._read_in_worker = spy  # the workers fork after this, and run it
+with parallel_read.ParallelReads(PATHS) as reads:
+    files = reads.wait()
+print(json.dumps({{"me": os.getpid(), "runs": [len(f.runs) for f in files]}}))
 """,
         BASELINE,
         CANDIDATE,
     )
     seen = json.loads(out)
-    assert seen["readers"] == []
+    readers = [line.split() for line in (tmp_path / "readers.log").read_text().splitlines()]
+    assert sorted(name for _, name in readers) == sorted([BASELINE.name, CANDIDATE.name])
+    pids = {int(pid) for pid, _ in readers}
+    assert len(pids) == 2 and seen["me"] not in pids
     assert seen["runs"] == [1, 1]
 
 
 @forking
-def test_the_caller_goes_on_while_children_read() -> None:
-    """``ViewFileReads`` forks at once; work done before ``wait`` overlaps the reading, and
-    leaving the block without waiting reaps the children."""
+def test_the_caller_goes_on_while_workers_read() -> None:
+    """The workers start at once, before the pool's own thread, so work done before ``wait``
+    overlaps the reading; leaving the block shuts them down."""
     out = _fresh(
         """
-import os
-from axl_action.schema import ViewFileReads, load_run_views
-with ViewFileReads(PATHS) as reads:
-    pids = [pid for pid, _ in reads._children]
-    assert len(pids) == 2
+import multiprocessing, os, time
+from axl_action.cli.parallel_read import ParallelReads
+with ParallelReads(PATHS) as reads:
+    pids = [p.pid for p in multiprocessing.active_children()]
+    assert len(pids) == 2, pids  # started before wait, while this process goes on
     files = reads.wait()
+deadline = time.monotonic() + 20
+while multiprocessing.active_children() and time.monotonic() < deadline:
+    time.sleep(0.05)
+assert not multiprocessing.active_children(), "a worker outlived its reads"
+from axl_action.schema import load_run_views
 same(files[0].runs[0], load_run_views(PATHS[0]).runs[0])
-with ViewFileReads(PATHS) as reads:
-    left = [pid for pid, _ in reads._children]
-for pid in [*pids, *left]:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        continue
-    raise AssertionError(f"child {pid} was not reaped")
-print("reaped")
+print("shut down")
 """,
         BASELINE,
         CANDIDATE,
     )
-    assert out.strip() == "reaped"
+    assert out.strip() == "shut down"
 
 
 @forking
-def test_a_child_that_dies_is_replaced_by_reading_here() -> None:
+def test_a_worker_that_dies_is_replaced_by_reading_here() -> None:
     out = _fresh(
         """
 import os, signal
-from axl_action.schema import io, load_run_view_files, load_run_views
-real_fork = os.fork
-def fork_then_die():
-    pid = real_fork()
-    if pid == 0:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return pid
-os.fork = fork_then_die
-files = load_run_view_files(PATHS)
+from axl_action.cli import parallel_read
+def die(path):
+    os.kill(os.getpid(), signal.SIGKILL)
+parallel_read._read_in_worker = die  # the workers fork after this, and run it
+with parallel_read.ParallelReads(PATHS) as reads:
+    assert reads._pool is not None
+    files = reads.wait()
+from axl_action.schema import load_run_views
 same(files[1].runs[0], load_run_views(PATHS[1]).runs[0])
 print("replaced")
 """,
@@ -174,25 +174,87 @@ def test_the_first_bad_file_in_argument_order_is_reported(tmp_path: Path) -> Non
         load_run_view_files([bad_first, bad_second])
     with pytest.raises(ResultFileError, match=r"second\.json is not a valid axl-eval result") as caught:
         load_run_view_files([BASELINE, bad_second])
-    assert caught.value.hint  # the child's error arrives whole, hint included
+    assert caught.value.hint
+    if sys.platform != "linux":
+        return
+    code = """
+import json
+from axl_action.cli.parallel_read import ParallelReads
+from axl_action.errors import ResultFileError
+seen = []
+for pair in (PATHS[:2], PATHS[2:]):
+    try:
+        with ParallelReads(pair) as reads:
+            reads.wait()
+    except ResultFileError as err:
+        seen.append([str(err), err.hint, type(err.__cause__).__name__])
+print(json.dumps(seen))
+"""
+    seen = json.loads(_fresh(code, bad_first, bad_second, BASELINE, bad_second))
+    assert "first.json" in seen[0][0]
+    assert "second.json is not a valid axl-eval result" in seen[1][0]
+    assert seen[1][1]  # the worker's error arrives whole, hint included
+    assert seen[1][2] == "NoneType"  # and without the pool's remote-traceback wrapping
 
 
-def test_missing_file_in_a_child_is_the_same_error(tmp_path: Path) -> None:
+def test_missing_file_in_a_worker_is_the_same_error(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="results file not found"):
         load_run_view_files([BASELINE, tmp_path / "absent.json"])
+    if sys.platform != "linux":
+        return
+    code = """
+from axl_action.cli.parallel_read import ParallelReads
+from axl_action.errors import ResultFileError
+try:
+    with ParallelReads(PATHS) as reads:
+        reads.wait()
+except ResultFileError as err:
+    print(err)
+"""
+    assert "results file not found" in _fresh(code, BASELINE, tmp_path / "absent.json")
 
 
-def test_no_fork_while_other_threads_run() -> None:
+def test_the_library_reader_starts_no_process() -> None:
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    files = load_run_view_files([BASELINE, CANDIDATE])
+    assert [f.path for f in files] == [str(BASELINE), str(CANDIDATE)]
+    assert set(multiprocessing.active_children()) == before
+
+
+def test_no_fork_while_another_os_thread_runs() -> None:
+    """The guard counts OS threads, so a thread Python does not know of (numpy's BLAS
+    workers, an extension's) also keeps the workers from forking."""
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait)
     worker.start()
     try:
-        assert not schema_reading._can_fork()
-        files = load_run_view_files([BASELINE, CANDIDATE])
+        assert parallel_read.os_threads() is None or parallel_read.os_threads() >= 2  # type: ignore[operator]
+        assert not parallel_read.can_fork()
+        with parallel_read.ParallelReads([BASELINE, CANDIDATE]) as reads:
+            assert reads._pool is None
+            files = reads.wait()
         assert [f.path for f in files] == [str(BASELINE), str(CANDIDATE)]
     finally:
         stop.set()
         worker.join()
+
+
+@forking
+def test_an_os_thread_python_does_not_know_of_also_prevents_the_fork() -> None:
+    # After `import numpy`, OpenBLAS threads run that threading.active_count() never sees.
+    out = _python(
+        "import os, threading\n"
+        "os.environ['OPENBLAS_NUM_THREADS'] = '2'\n"
+        "import numpy\n"
+        "from axl_action.cli import parallel_read\n"
+        "print(threading.active_count(), parallel_read.os_threads(), parallel_read.can_fork())\n"
+    )
+    python_threads, os_threads, can = out.split()
+    if int(os_threads) == 1:
+        pytest.skip("this numpy starts no BLAS threads")
+    assert python_threads == "1" and can == "False"
 
 
 def _bad_variants(tmp_path: Path) -> dict[str, Path]:
@@ -235,16 +297,17 @@ def test_the_first_problem_in_a_file_is_reported_however_it_is_read(tmp_path: Pa
             load_run_views(path)
         here[name] = str(caught.value)
         assert expected[name] in here[name], (name, here[name])
-    if not schema_reading._can_fork():
+    if sys.platform != "linux":
         return
     code = """
 import json
+from axl_action.cli.parallel_read import ParallelReads
 from axl_action.errors import ResultFileError
-from axl_action.schema import load_run_view_files, load_run_views
 seen = {}
 for path in PATHS:
     try:
-        load_run_view_files([path, path])
+        with ParallelReads([path, path]) as reads:
+            reads.wait()
     except ResultFileError as err:
         seen[path] = str(err)
 print(json.dumps(seen))
@@ -253,12 +316,12 @@ print(json.dumps(seen))
     assert forked == {str(p): here[name] for name, p in paths.items()}
 
 
-def test_the_reader_forks_before_numpy_and_pydantic_are_imported() -> None:
-    """compare's readers come from ``schema.reading``, which (with the CLI up to that point and
-    the lazy ``schema`` package) imports neither, so the parent imports them while children parse."""
+def test_the_workers_start_before_numpy_and_pydantic_are_imported() -> None:
+    """compare's reader (with the CLI up to that point and the lazy ``schema`` package) imports
+    neither, so this process imports them while the workers parse."""
     out = _python(
         "import sys\n"
-        "import axl_action.cli.main, axl_action.cli.compare, axl_action.schema.reading\n"
+        "import axl_action.cli.main, axl_action.cli.compare, axl_action.cli.parallel_read\n"
         'print(sorted(m for m in ("numpy", "pydantic") if m in sys.modules))\n'
     )
     assert out.strip() == "[]"
@@ -276,7 +339,7 @@ def test_the_lazy_schema_package_exports_every_api_name() -> None:
 
 @forking
 def test_identical_inputs_are_unpickled_once_and_shared(tmp_path: Path) -> None:
-    """Children send each run's inputs as their own pickle: runs whose inputs are the same
+    """Workers send each run's inputs as their own pickle: runs whose inputs are the same
     bytes share one list (pairing then compares them by identity), others keep their own."""
     changed = json.loads(CANDIDATE.read_text(encoding="utf-8"))
     changed["items"][0]["input"] = {"question": "changed"}
@@ -284,8 +347,10 @@ def test_identical_inputs_are_unpickled_once_and_shared(tmp_path: Path) -> None:
     other.write_text(json.dumps(changed), encoding="utf-8")
     out = _fresh(
         """
-from axl_action.schema import load_run_view_files, load_run_views
-files = load_run_view_files(PATHS)
+from axl_action.cli.parallel_read import ParallelReads
+with ParallelReads(PATHS) as reads:
+    files = reads.wait()
+from axl_action.schema import load_run_views
 base, cand, changed = (f.runs[0].items.inputs for f in files[:3])
 runs3 = [run.items.inputs for run in files[3].runs]
 here = [load_run_views(path).runs[0].items.inputs for path in PATHS[:3]]
