@@ -22,7 +22,8 @@ from axl_action.evals.scorer import Scorer, ScorerContext
 from axl_action.redaction import redact
 from axl_action.runtime.admission import AdmissionController, ClosedBy
 from axl_action.runtime.scope import TrackResult, is_abort, is_admission_denial
-from axl_action.schema.numbers import describe_input, js_string, score_value
+from axl_action.schema.jsonio import describe_input
+from axl_action.schema.numbers import js_string, score_value
 
 _MISSING = object()
 

@@ -40,12 +40,10 @@ from axl_action.schema.io import (
     write_result_file,
 )
 from axl_action.schema.itempass import ITEM_OUTCOMES, SCORER_OUTCOMES
-from axl_action.schema.jsonio import dumps_js
+from axl_action.schema.jsonio import describe_input, dumps_js, js_compact_json
 from axl_action.schema.numbers import (
     compute_stats,
-    describe_input,
     format_percent,
-    js_compact_json,
     js_number,
     js_string,
     round3,

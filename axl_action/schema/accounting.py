@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
 from axl_action.schema.base import CompleteWireModel, WireModel
 
-if TYPE_CHECKING:
-    from axl_action.schema.result import RunHeader
+
+class Artifact(Protocol):
+    """What :func:`read_accounting` reads of a result (a ``RunHeader``): named structurally so
+    this module, which ``schema.result`` builds on, does not import it back."""
+
+    @property
+    def accounting(self) -> EvalAccounting | None: ...
+    @property
+    def total_cost(self) -> float | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
 
 Completeness = Literal["complete", "incomplete", "unverified"]
 USAGE_KEYS = (
@@ -229,7 +239,7 @@ def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
     )
 
 
-def read_accounting(result: RunHeader) -> EvalAccounting:
+def read_accounting(result: Artifact) -> EvalAccounting:
     """The accounting of any artifact (runner spec §7.4).
 
     0.24 files return their record unchanged. Pre-0.24 files get a synthesized ``unverified``

@@ -375,3 +375,19 @@ def walk_js(value: Any, indent: int | None = 2) -> str:
 
     write(value, 0)
     return "".join(parts)
+
+
+def js_compact_json(value: Any) -> str:
+    """``JSON.stringify(value)``: compact separators, non-ASCII kept, JS number format."""
+    return dumps_js(value, indent=None)
+
+
+def describe_input(value: Any) -> str:
+    """``describeInput``: compact JSON of an item input, cut to 200 characters plus an ellipsis."""
+    try:
+        text = js_compact_json(value)
+    except (TypeError, ValueError, RecursionError):
+        text = "[unserializable input]"
+    if len(text) > 200:
+        return text[:200] + "…"
+    return text

@@ -184,21 +184,3 @@ def js_string(value: Any) -> str:
     if isinstance(value, dict):
         return "[object Object]"
     return str(value)
-
-
-def js_compact_json(value: Any) -> str:
-    """``JSON.stringify(value)``: compact separators, non-ASCII kept, JS number format."""
-    from axl_action.schema.jsonio import dumps_js
-
-    return dumps_js(value, indent=None)
-
-
-def describe_input(value: Any) -> str:
-    """``describeInput``: compact JSON of an item input, cut to 200 characters plus an ellipsis."""
-    try:
-        text = js_compact_json(value)
-    except (TypeError, ValueError, RecursionError):
-        text = "[unserializable input]"
-    if len(text) > 200:
-        return text[:200] + "…"
-    return text

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from axl_action.compare import bootstrap, prng
-from axl_action.compare.bootstrap import bootstrap_many, paired_bootstrap_ci, resample_means_many
+from axl_action.compare import prng
+from axl_action.compare.bootstrap import bootstrap_many, core, paired_bootstrap_ci, resample_means_many
 
 POSITIVE = [0.1, 0.2, 0.15, 0.12, 0.18, 0.22, 0.08, 0.14, 0.19, 0.16]
 
@@ -105,7 +105,7 @@ def test_many_equals_separate_calls_and_threads_do_not_change_values() -> None:
 def test_blocks_and_threads_give_the_same_resample_means(monkeypatch: pytest.MonkeyPatch) -> None:
     d = np.round(np.random.default_rng(3).normal(0, 1, 1000), 3)
     whole = resample_means_many([d], 200, 17, workers=1)[0]
-    monkeypatch.setattr(bootstrap, "_CHUNK", 3200)  # resamples of 1,000 draws straddle chunks
+    monkeypatch.setattr(core, "_CHUNK", 3200)  # resamples of 1,000 draws straddle chunks
     one = resample_means_many([d], 200, 17, workers=1)[0]
     two = resample_means_many([d], 200, 17, workers=2)[0]
     assert np.array_equal(whole, one)
@@ -134,6 +134,6 @@ def test_chunked_stream_equals_the_scalar_generator(chunk: int) -> None:
 def test_small_chunks_keep_every_resample_sum_sequential(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     d = np.round(np.random.default_rng(n).normal(0, 1, n), 3)
     reference = resample_means_many([d], 12, 9, workers=1)[0]
-    monkeypatch.setattr(bootstrap, "_CHUNK", 64)
+    monkeypatch.setattr(core, "_CHUNK", 64)
     assert np.array_equal(resample_means_many([d], 12, 9, workers=1)[0], reference)
     assert np.array_equal(resample_means_many([d], 12, 9, workers=3)[0], reference)

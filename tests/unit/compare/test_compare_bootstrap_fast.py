@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from axl_action.compare import bootstrap, bootstrap_fast, prng
-from axl_action.compare.bootstrap import BootstrapResult, bootstrap_many, resample_means_many
+from axl_action.compare import bootstrap, prng
+from axl_action.compare.bootstrap import BootstrapResult, bootstrap_many, core, resample_means_many
+from axl_action.compare.bootstrap import exact as reference
+from axl_action.compare.bootstrap import integer as bootstrap_fast
 
 
 def exact(d: np.ndarray, r: int, alpha: float, seed: int) -> BootstrapResult:
     means = resample_means_many([d], r, seed, workers=1)[0]
-    return bootstrap._summarise(bootstrap._sequential_mean(d), means, r, alpha)
+    return reference._summarise(core._sequential_mean(d), means, r, alpha)
 
 
 def key(r: BootstrapResult) -> tuple[object, ...]:
@@ -109,7 +111,7 @@ def test_integer_sums_equal_sums_of_the_scalar_stream(monkeypatch: pytest.Monkey
     joined by prefix differences; they equal sums of the reference generator's draws in
     order, for resamples that straddle chunks and thread ranges, a last chunk only partly
     used, and samples of several lengths."""
-    monkeypatch.setattr(bootstrap, "_CHUNK", chunk)
+    monkeypatch.setattr(core, "_CHUNK", chunk)
     rng = np.random.default_rng(chunk)
     resamples, seed = 37, 5
     # Five samples of 50 (a column of four 16-bit fields and one of one), two of 31, ...;

@@ -471,5 +471,4 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
     finally:
         release.set()
         signal.signal(signal.SIGUSR1, previous)
-    assert abandoned == [2]
-    assert settled == []
+    assert (abandoned, settled) == ([2], [])

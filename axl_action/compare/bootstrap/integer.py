@@ -29,7 +29,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from axl_action.compare import bootstrap as exact
+from axl_action.compare.bootstrap import core
 from axl_action.compare.prng import (
     ChunkedStream,
     Xorshift32Stream,
@@ -71,7 +71,7 @@ _OFFSET = 1000
 _FIELD = 16
 _FIELDS = 4
 _FIELD_MASK = (1 << _FIELD) - 1
-assert 2 * _OFFSET * exact._LANE_STEPS <= _FIELD_MASK
+assert 2 * _OFFSET * core._LANE_STEPS <= _FIELD_MASK
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def _sum_positions(
     ``F(q)``, the sum of the chunk's first ``q`` draws, is the lanes wholly before ``q`` plus
     the first ``q % lane_steps`` steps of the lane ``q`` falls in.
     """
-    stream = ChunkedStream(state, exact._CHUNK, exact._LANE_STEPS)
+    stream = ChunkedStream(state, core._CHUNK, core._LANE_STEPS)
     chunk, steps = stream.chunk, stream.lane_steps
     lanes = chunk // steps
     work = np.empty(chunk, dtype=np.uint64)
@@ -132,7 +132,7 @@ def _sum_positions(
                 continue
             # Every draw of the block is gathered (an index is in range whatever the draw);
             # those from mk on fall after the last edge and are never summed.
-            idx = exact._indices_into(draws, n, work)
+            idx = core._indices_into(draws, n, work)
             # Edges of this chunk's segments, one resample each: 0, every resample start
             # inside, and mk. Segment j belongs to resample p // n + j.
             offset = p % n
@@ -142,7 +142,7 @@ def _sum_positions(
             inside = np.minimum(lane, lanes - 1)  # an edge at the chunk's end has step 0
             r0 = p // n
             for c, column in enumerate(group.columns):
-                np.take(column, idx, out=vals.reshape(-1), mode=exact.GATHER_MODE)
+                np.take(column, idx, out=vals.reshape(-1), mode=core.GATHER_MODE)
                 lane_sums = vals.sum(axis=0)
                 heads = np.cumsum(vals[:, inside], axis=0)
                 partial = np.where(step > 0, heads[step - 1, np.arange(len(edges))], 0)
@@ -169,15 +169,15 @@ def integer_sums(
     """
     groups = _groups(codes)
     total = n_resamples * max(g.n for g in groups)
-    chunk = exact._CHUNK
+    chunk = core._CHUNK
     chunks = -(-total // chunk)
-    threads = max(1, min(exact.worker_threads(workers), chunks))
+    threads = max(1, min(core.worker_threads(workers), chunks))
     bounds = [min(total, chunk * (chunks * t // threads)) for t in range(threads + 1)]
     start = seed_state(seed)
     outputs = [
         [[np.zeros(n_resamples, dtype=np.int64) for _ in g.members] for g in groups] for _ in range(threads)
     ]
-    exact.run_parallel(
+    core.run_parallel(
         [
             partial(
                 _sum_positions,
@@ -215,7 +215,7 @@ def exact_means_at(d: npt.NDArray[np.float64], seed: int, resamples: Sequence[in
     work = np.empty(n, dtype=np.uint64)
     for r in wanted:
         stream.reset(int(starts[r]))
-        idx = exact._indices_into(stream.take(n), n, work)
+        idx = core._indices_into(stream.take(n), n, work)
         drawn = d[idx]
         out[r] = float(np.add.accumulate(drawn)[-1]) / n
     return out
@@ -233,7 +233,7 @@ def _round4_of_sum(s: int, n: int) -> float:
 
 def summarise(
     d: npt.NDArray[np.float64], sums: I64, n_resamples: int, alpha: float, seed: int
-) -> exact.BootstrapResult | None:
+) -> core.BootstrapResult | None:
     """The bootstrap result from integer sums, or None when the exact path must be used."""
     n = len(d)
     order = np.argsort(sums, kind="stable")
@@ -256,7 +256,7 @@ def summarise(
             return _round4_of_sum(s, n)
         first = int(np.searchsorted(sorted_sums, s, side="left"))
         group = sorted(recomputed[r] for r in np.flatnonzero(sums == s).tolist())
-        return exact.round4(group[p - first])
+        return core.round4(group[p - first])
 
     zero_means = [recomputed[r] for r in np.flatnonzero(sums == 0).tolist()]
     negative = int(np.count_nonzero(sums < 0)) + sum(1 for m in zero_means if m < 0)
@@ -264,11 +264,11 @@ def summarise(
     approx = sums / 1000 / n
     for r, m in recomputed.items():
         approx[r] = m
-    return exact.BootstrapResult(
+    return core.BootstrapResult(
         lower=value_at(lower_pos),
         upper=value_at(upper_pos) if upper_pos >= 0 else None,
-        mean=exact.round4(exact._sequential_mean(d)),
-        p_regression=exact.round4(negative / n_resamples),
-        p_improvement=exact.round4(positive / n_resamples),
+        mean=core.round4(core._sequential_mean(d)),
+        p_regression=core.round4(negative / n_resamples),
+        p_improvement=core.round4(positive / n_resamples),
         resample_means=np.sort(approx),
     )
