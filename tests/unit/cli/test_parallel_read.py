@@ -91,7 +91,8 @@ print("same")
 
 @forking
 def test_workers_read_every_file(tmp_path: Path) -> None:
-    # Each file is read by a worker of its own, never by this process.
+    # Every file is read in a worker, never by this process (one worker may read both: a
+    # worker that finishes the first file before the second is picked takes it too).
     out = _fresh(
         f"""
 import json, os
@@ -113,7 +114,7 @@ print(json.dumps({{"me": os.getpid(), "runs": [len(f.runs) for f in files]}}))
     readers = [line.split() for line in (tmp_path / "readers.log").read_text().splitlines()]
     assert sorted(name for _, name in readers) == sorted([BASELINE.name, CANDIDATE.name])
     pids = {int(pid) for pid, _ in readers}
-    assert len(pids) == 2 and seen["me"] not in pids
+    assert pids and seen["me"] not in pids
     assert seen["runs"] == [1, 1]
 
 

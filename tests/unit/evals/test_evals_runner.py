@@ -471,4 +471,8 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
     finally:
         release.set()
         signal.signal(signal.SIGUSR1, previous)
-    assert (abandoned, settled) == ([2], [])
+    # Never both: every started item is either counted abandoned or settled, once. On time,
+    # the count is 2 and nothing settles; a machine so loaded that the signal lands after the
+    # workflows' 10 s waits sees both settled and none abandoned, which is also "never both".
+    assert len(abandoned) == 1 and len(settled) == len(set(settled))
+    assert abandoned[0] + len(settled) == 2, (abandoned, settled)
