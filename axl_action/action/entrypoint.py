@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from axl_action.action import boundary
 from axl_action.action.evalstep import run_evals
 from axl_action.action.orchestrator import run_action
 from axl_action.action.settings import read_settings, secrets_to_mask
@@ -35,24 +36,33 @@ from axl_action.github.client import GitHubClient
 from axl_action.github.event import load_context
 from axl_action.github.workflow_commands import WorkflowCommands
 
-_WITHHELD = frozenset({"ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"})
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the action with ``os.environ``; returns the process exit code."""
+    """Run the action with ``os.environ``; returns the process exit code.
+
+    Called as the process's entry (``argv`` None), it first re-executes itself without the
+    tokens in its start-up environment (``action/boundary.py``); a programmatic call (an
+    ``argv``) only drops them from ``os.environ``.
+    """
     # The runner passes inputs as INPUT_* variables; the only argument is the image smoke test's.
-    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
         print(version_line())
         return 0
+    if argv is None:
+        boundary.reexec_without_tokens(args)  # returns only when there is nothing to withhold
+    args, handed_over = boundary.read_tokens(args)
+    boundary.no_dumping()
     tolerant_console()
-    env = dict(os.environ)
-    # Eval files run in this process: they get the provider keys they need, but neither the
-    # GitHub token nor the artifact-service token, which only this module hands to the clients.
+    env = {**os.environ, **handed_over}
+    # The code the action runs (eval files, setup, a command) runs in child processes with an
+    # environment without tokens; this process keeps them in ``env`` alone, which only this
+    # module hands to the clients.
     for key in list(os.environ):
-        if key in _WITHHELD or key.upper().replace("-", "_") == "INPUT_GITHUB_TOKEN":
+        if boundary.is_token_name(key):
             del os.environ[key]
     # Compare and the report build millions of small objects and keep them: the collector is
-    # off for the action (the eval step turns it back on for the eval code; cli/tuning.py).
+    # off for the action (the eval child tunes its own; cli/tuning.py).
     with tuning.collector_off():
         return run(env)
 
@@ -136,14 +146,14 @@ def run(env: Mapping[str, str]) -> int:
         except AxlError as err:
             commands.warning(str(err), title="Response cache unavailable")
 
-    child_env = {k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in _WITHHELD}
-    if (setup_failed := run_setup(settings, workdir=workdir, env=child_env, commands=commands)) is not None:
-        return setup_failed
     # A cancelled job gets SIGINT, then SIGTERM 7.5 s later, then SIGKILL 2.5 s after that: the
     # items in flight get 5 s (unless the workflow sets AXL_EVAL_GRACE_SECONDS), which leaves
-    # time to store the journal before the SIGTERM. Signals that arrive while the action
-    # publishes (the eval run has its own handling) are noted, not obeyed at once.
-    os.environ.setdefault(GRACE_ENV, str(ACTION_GRACE_SECONDS))
+    # time to store the journal before the SIGTERM.
+    child_env = {GRACE_ENV: str(ACTION_GRACE_SECONDS), **boundary.eval_environment(env)}
+    if (setup_failed := run_setup(settings, workdir=workdir, env=child_env, commands=commands)) is not None:
+        return setup_failed
+    # Signals that arrive while the action publishes are noted, not obeyed at once; during the
+    # eval run they are passed on to its child (action/evalstep.py).
     deferred = _DeferredSignals()
     deferred.install()
     try:

@@ -1,8 +1,10 @@
 """Produce the candidate's results file: run eval files, run the user's command, or take files.
 
 This is the default ``run_evals`` the entrypoint hands to the orchestrator. It goes through the
-``axl-eval`` command modules (``run``, ``merge``) with an argv, the same interface a user has,
-so the action and the CLI can never disagree about what a flag means.
+``axl-eval`` commands (``run``, ``merge``) with an argv, the same interface a user has, so the
+action and the CLI can never disagree about what a flag means. Eval files run in a child
+process (``axl-eval run``) with an environment that holds no token (``action/boundary.py``);
+``merge`` runs no user code and is called in this process.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ import importlib
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TextIO
+from types import FrameType
+from typing import Any, Literal, TextIO
 
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionInputError, AxlError
@@ -106,16 +112,65 @@ def run_evals(request: EvalRequest) -> EvalRun:
 
 def _run_eval_files(request: EvalRequest) -> EvalRun:
     argv = [*request.evals, "--output", str(request.output), *request.flags]
-    tee = _ErrorLines(sys.stderr)
-    with contextlib.chdir(request.workdir), contextlib.redirect_stderr(tee):
-        try:
-            code = _cli("run", argv)
-        except AxlError as err:
-            return EvalRun(1, None, str(err))
+    code, errors = run_cli_child("run", argv, request)
     if not request.output.is_file():
-        cause = "; ".join(tee.lines) or "see the log"
+        cause = "; ".join(errors) or "see the log"
         return EvalRun(code or 1, None, f"axl-eval run exited {code} without writing a results file: {cause}")
     return EvalRun(code, request.output)
+
+
+def run_cli_child(command: str, argv: list[str], request: EvalRequest) -> tuple[int, list[str]]:
+    """Run ``axl-eval <command> argv`` in a child process: the user's code runs there, with
+    ``request.env`` (no token, see ``action/boundary.py``), never in the action's process.
+
+    Its output reaches the log through this process, redacted by the one rule and fenced by
+    ``::stop-commands::`` (a pull request's code printing ``::add-mask::`` or ``::error::``
+    is text, not a workflow command). SIGINT and SIGTERM are passed on to it, once each: the
+    child runs in a session of its own, so a signal sent to the whole group is not doubled
+    (a second signal is a hard stop). Returns the exit code and the ``Error...`` lines.
+    """
+    from axl_action.redaction import redact
+
+    fence = uuid.uuid4().hex
+    print(f"::stop-commands::{fence}", flush=True)
+    errors = _ErrorLines(sys.stdout)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "axl_action.cli.main", command, *argv],
+            cwd=request.workdir,
+            env=dict(request.env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as err:
+        print(f"::{fence}::", flush=True)
+        raise AxlError(f"cannot start axl-eval {command}: {err}") from None
+    previous = _forward_signals(proc)
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            errors.write(redact(raw.decode("utf-8", errors="replace")))
+        errors.flush()
+        code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sys.stdout.flush()
+        print(f"::{fence}::", flush=True)
+    return code, errors.lines
+
+
+def _forward_signals(proc: subprocess.Popen[bytes]) -> dict[int, Any]:
+    """Pass SIGINT and SIGTERM on to ``proc`` while it runs; the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    return {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
 class _ErrorLines(io.TextIOBase):
