@@ -6,7 +6,10 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 
-from axl_action.providers import anthropic, google, mock, openai
+import axl_action.providers.anthropic as anthropic
+import axl_action.providers.google as google
+import axl_action.providers.mock as mock
+import axl_action.providers.openai as openai
 from axl_action.providers.base import Provider
 from axl_action.providers.errors import ProviderConfigError
 

@@ -10,7 +10,7 @@ import base64
 import hashlib
 from typing import Any
 
-from axl_action.report import charts
+import axl_action.report.charts as charts
 from axl_action.report.explorer import ExplorerPayload
 from axl_action.report.models import ReportContext
 from axl_action.report.render import environment, render_template

@@ -29,7 +29,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from axl_action.compare.bootstrap import core
+import axl_action.compare.bootstrap.core as core
 from axl_action.compare.prng import (
     ChunkedStream,
     Xorshift32Stream,
