@@ -21,6 +21,7 @@ mode       reads  writes  fits
 from __future__ import annotations
 
 import dataclasses
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -32,6 +33,12 @@ CacheMode = Literal["off", "read", "write", "on", "replay"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 DEFAULT_CACHE_DIR = ".axl-cache"
 """Where the CLI keeps the cache when ``--cache-dir`` is not given (relative to the cwd)."""
+
+
+ITEM_REPEAT: ContextVar[int] = ContextVar("axl_item_repeat", default=0)
+"""The per-item repeat (``repeats: N``) whose calls are being made: the runner sets it around
+each repeat, and every key includes it, so each repeat has its own entries (a repeat is a
+fresh sample, never the first repeat's reply served again)."""
 
 
 class ReplayMissError(CacheError):
@@ -77,8 +84,11 @@ class ResponseCache:
         """The key of ``request`` at this cache's repeat, and the request as keyed. Its redacted
         record (:func:`~axl_action.cache.key.request_record`) is made only when a miss needs it:
         redaction is most of a hit's cost otherwise."""
+        item_repeat = ITEM_REPEAT.get()
         keyed = (
-            request if request.repeat == self.repeat else request.model_copy(update={"repeat": self.repeat})
+            request
+            if request.repeat == self.repeat and request.item_repeat == item_repeat
+            else request.model_copy(update={"repeat": self.repeat, "item_repeat": item_repeat})
         )
         return cache_key(keyed), keyed
 

@@ -6,7 +6,8 @@ What is hashed (:class:`CacheRequest`):
 * the **whole** JSON body, every parameter included (messages, tools, ``response_format``,
   seed, temperature, max tokens, stop, provider options...): nothing is picked from an
   allow-list, so a parameter a later SDK adds cannot be forgotten;
-* ``repeat``, the ``--runs`` repeat index, so each repeat has its own entry;
+* ``repeat``, the ``--runs`` repeat index, and ``itemRepeat``, the per-item repeat index of
+  ``repeats: N`` (only when above 0), so each repeat has its own entry;
 * ``purpose``: a generation, or which judge (scorer name, judge model, judge prompt), so a
   swapped judge never reuses the old judge's grades;
 * ``headers``: only the few request headers that change what a model does
@@ -137,6 +138,9 @@ class CacheRequest(BaseModel):
     """The whole JSON request body."""
     repeat: int = Field(default=0, ge=0)
     """The ``--runs`` repeat index (0 for the first run)."""
+    item_repeat: int = Field(default=0, ge=0)
+    """The per-item repeat index (``repeats: N``; 0 for the first). Keyed only when above 0,
+    so the keys of runs without repeats are unchanged."""
     purpose: Purpose = GENERATION
     """Generation, or which judge."""
     headers: Mapping[str, str] = Field(default_factory=dict)
@@ -151,7 +155,7 @@ def canonical_request(request: CacheRequest) -> dict[str, Any]:
     headers = {
         name.lower(): value for name, value in request.headers.items() if name.lower() in BEHAVIOUR_HEADERS
     }
-    return {
+    canonical: dict[str, Any] = {
         "v": KEY_FORMAT,
         "provider": request.provider.lower(),
         "endpoint": _canonical_endpoint(request.endpoint),
@@ -162,6 +166,9 @@ def canonical_request(request: CacheRequest) -> dict[str, Any]:
         "purpose": request.purpose.model_dump(exclude_none=True),
         "headers": headers,
     }
+    if request.item_repeat:
+        canonical["itemRepeat"] = request.item_repeat
+    return canonical
 
 
 def cache_key(request: CacheRequest) -> CacheKey:

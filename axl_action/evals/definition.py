@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from axl_action.evals.dataset import Dataset
+from axl_action.evals.repeats import MAX_REPEATS, validate_repeats
 from axl_action.evals.scorer import Scorer
 
 ExecuteWorkflow = Callable[[Any, Any], Any]
@@ -41,6 +42,9 @@ class EvalDefinition:
     """Item error-rate gate; ``None`` means the default 0.05 and ``1`` disables it."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Copied first into ``result.metadata`` (runner keys win on clashes)."""
+    repeats: int = 1
+    """Times each item runs inside one run (``--repeats``; ``evals/repeats.py``): the item's
+    ``scores`` hold the mean, ``repeats`` each repeat."""
 
 
 def define_eval(
@@ -55,6 +59,7 @@ def define_eval(
     fail_on_scorer_error_rate: float | None = None,
     fail_on_item_error_rate: float | None = None,
     metadata: Mapping[str, Any] | None = None,
+    repeats: int = 1,
 ) -> EvalDefinition:
     """Define an eval; validation happens when it is loaded or run (see :func:`validate_definition`)."""
     return EvalDefinition(
@@ -68,6 +73,7 @@ def define_eval(
         fail_on_scorer_error_rate=fail_on_scorer_error_rate,
         fail_on_item_error_rate=fail_on_item_error_rate,
         metadata=dict(metadata or {}),
+        repeats=repeats,
     )
 
 
@@ -126,6 +132,13 @@ def validate_definition(defn: object) -> str | None:
         value = getattr(defn, key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             return f"exports an invalid {key} ({_shown(value)}); it must be a positive integer."
+    try:
+        validate_repeats(defn.repeats, "repeats")
+    except ValueError:
+        return (
+            f"exports an invalid repeats ({_shown(defn.repeats)}); it must be a whole number "
+            f"from 1 to {MAX_REPEATS}."
+        )
     rate = defn.fail_on_scorer_error_rate
     if rate is not None and not is_error_rate_limit(rate):
         return f"exports an invalid fail_on_scorer_error_rate ({_shown(rate)}); it must be a number between 0 and 1."

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.errors import AxlError, ItemErrorRateError
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import (
@@ -33,6 +34,7 @@ from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.log import warn
 from axl_action.evals.pool import run_pool
+from axl_action.evals.repeats import combine_repeats
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import (
     ScoringEnv,
@@ -175,6 +177,7 @@ def plan_run(
         item_error_limit=float(limit),
         scorer_error_limit=_scorer_limit(definition.fail_on_scorer_error_rate),
         budget=definition.budget,
+        repeats=definition.repeats,
     )
     return RunPlan(facts=facts, items=[dataset_items[i] for i in chosen], started=started)
 
@@ -260,30 +263,62 @@ def execute_run(
     settling = threading.Lock()
     abandoned: list[bool] = []  # non-empty once a hard stop counted the items in flight
 
-    def process(index: int) -> None:
-        if cancel.is_set():
-            item = _cancelled_stub(items_in[index])
-        else:
-            results[index] = _IN_FLIGHT  # one list store: what a hard stop counts as abandoned
-            item = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
-            with settling:
-                if abandoned:
-                    return  # counted as abandoned in flight: nothing may hold it now
-                if on_settled is not None:
-                    on_settled(index, item)
-                results[index] = item
-        results[index] = item
+    def settle(index: int, item: dict[str, Any]) -> None:
+        with settling:
+            if abandoned:
+                return  # counted as abandoned in flight: nothing may hold it now
+            if on_settled is not None:
+                on_settled(index, item)
+            results[index] = item
         if on_progress is not None:
             state.item_done(index, item.get("outcome"))
 
+    def process(index: int) -> None:
+        if cancel.is_set():
+            item = _cancelled_stub(items_in[index])
+            results[index] = item
+            if on_progress is not None:
+                state.item_done(index, item.get("outcome"))
+            return
+        results[index] = _IN_FLIGHT  # one list store: what a hard stop counts as abandoned
+        settle(index, _process_item(index, items_in[index], workflow, scorers, env, state, tracker))
+
     task: Callable[[int], None] = process
     count = len(items_in)
+    todo: Sequence[int] = range(count)
     if pending is not None:
         todo = pending
         count = len(todo)
 
         def task(k: int) -> None:
             process(todo[k])
+
+    repeats = facts.repeats
+    if repeats > 1:
+        # Item-major (task k is repeat k % repeats of item todo[k // repeats]), so an item's
+        # repeats run side by side and it settles as soon as its last one does.
+        parts: dict[int, list[dict[str, Any] | None]] = {}
+        parts_lock = threading.Lock()
+        names = [s.name for s in scorers]
+
+        def task(k: int) -> None:
+            index, repeat = todo[k // repeats], k % repeats
+            if results[index] is None:
+                results[index] = _IN_FLIGHT
+            token = ITEM_REPEAT.set(repeat)
+            try:
+                part = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
+            finally:
+                ITEM_REPEAT.reset(token)
+            with parts_lock:
+                slot = parts.setdefault(index, [None] * repeats)
+                slot[repeat] = part
+                if any(p is None for p in slot):
+                    return
+                del parts[index]
+            settle(index, combine_repeats([p for p in slot if p is not None], names))
+
+        count *= repeats
 
     stray: list[Scope[Any]] = []
 
@@ -378,6 +413,8 @@ def assemble_run(
         metadata["fingerprint"]["pricingVersion"] = pricing_version
     if facts.shard is not None:
         metadata["shard"] = facts.shard.to_wire()
+    if facts.repeats > 1:
+        metadata["repeats"] = facts.repeats
 
     scorer_types = dict(facts.scorer_types)
     columns = item_columns(items, list(scorer_types))
@@ -637,6 +674,7 @@ _ITEM_ORDER = (
     "scorerCost",
     "unpriced",
     "diagnostics",
+    "repeats",
 )
 
 

@@ -94,6 +94,8 @@ class RunFacts(JournalModel):
     """The eval's ``fail_on_scorer_error_rate``, if any."""
     budget: str | None = None
     """The run budget as given (``"$1"``), if any."""
+    repeats: int = Field(default=1, ge=1)
+    """Times each item runs (``repeats`` / ``--repeats``); ``metadata.repeats`` when above 1."""
 
 
 class JournalFlags(JournalModel):
@@ -111,6 +113,8 @@ class JournalFlags(JournalModel):
     """``sha256:`` of the ``--pricing`` file's bytes, if one was given."""
     max_item_error_rate: float | None = None
     """``--max-item-error-rate``."""
+    repeats: int | None = None
+    """``--repeats N`` (``None``: the eval's own)."""
 
 
 class JournalSegment(JournalModel):

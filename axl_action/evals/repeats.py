@@ -1,0 +1,132 @@
+"""Per-item repeats (``repeats: N``): one item run N times inside one run, folded into one item.
+
+Each repeat is an ordinary item run (workflow, scorers, accounting); the pool runs the repeats
+of all items concurrently. When an item's last repeat settles, :func:`combine_repeats` folds
+them into the one item the result holds:
+
+* ``scores`` keeps the **mean** over the repeats that produced a score (so the 0.24 reader, and
+  compare, which pairs items by ``scores``, read the mean), and ``scoreDetails[name].score``
+  the same mean;
+* every other item field (output, outcome, timing, metadata...) is the **representative**
+  repeat's: the first that completed, else the first;
+* ``duration`` is the mean over the repeats that ran; ``accounting`` (and ``cost``,
+  ``scorerCost``, ``unpriced``) folds every repeat's, since every repeat was paid for;
+* ``repeats`` lists each repeat in order with the fields in :data:`REPEAT_FIELDS`: the key the
+  0.24 reader ignores, and what the per-item pass rate is counted from
+  (``schema.view.pass_counts``).
+
+An item none of whose repeats ran (all cancelled or refused by the budget) is its first
+repeat's stub, without ``repeats``, so a resume runs it again like any other stub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from axl_action.schema.accounting import Accounting, aggregate_accounting
+from axl_action.schema.numbers import score_value
+
+MAX_REPEATS = 1000
+"""The largest ``repeats`` accepted: beyond it a typo (``--repeats 10000``) would multiply a
+suite's spend before anyone noticed."""
+
+REPEAT_FIELDS: tuple[str, ...] = (
+    "output",
+    "scores",
+    "duration",
+    "outcome",
+    "error",
+    "scoreDetails",
+    "scorerErrors",
+    "cost",
+    "scorerCost",
+)
+"""The fields of one repeat kept under ``item.repeats[i]``, in this order (an item's own
+names and meanings; the accounting is folded into the item's)."""
+
+_RAN = frozenset({"completed", "failed"})
+"""Repeat outcomes that ran the workflow (the others are stubs: cancelled, budget)."""
+
+
+def validate_repeats(value: object, where: str) -> int:
+    """``value`` as a repeat count, or ``ValueError`` saying what is allowed (``where`` names
+    the setting: ``--repeats``, ``repeats=`` of ``define_eval``...)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEATS:
+        raise ValueError(
+            f"{where} must be a whole number from 1 to {MAX_REPEATS} (got {value!r}); 1 runs each item once"
+        )
+    return value
+
+
+def repeat_record(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One repeat as ``item.repeats[i]`` keeps it."""
+    return {key: item[key] for key in REPEAT_FIELDS if key in item}
+
+
+def combine_repeats(runs: Sequence[dict[str, Any]], scorer_names: Sequence[str]) -> dict[str, Any]:
+    """The one item of ``runs`` (the settled repeats of one item, in repeat order)."""
+    ran = [run for run in runs if run.get("outcome") in _RAN]
+    if not ran:
+        return runs[0]
+    representative = next((run for run in ran if run.get("outcome") == "completed"), ran[0])
+    item = dict(representative)
+    if representative.get("outcome") == "completed":
+        item["scores"] = {name: _mean_score(runs, name) for name in scorer_names}
+        details = representative.get("scoreDetails")
+        if isinstance(details, Mapping):
+            item["scoreDetails"] = _mean_details(runs, details, item["scores"])
+    durations = [run["duration"] for run in ran if isinstance(run.get("duration"), int | float)]
+    if durations:
+        item["duration"] = round(sum(durations) / len(durations))
+    accounting = aggregate_accounting(Accounting.model_validate(run["accounting"]) for run in runs).to_wire()
+    accounting.pop("scope", None)
+    item["accounting"] = accounting
+    breakdown = accounting["breakdown"]
+    item["cost"] = breakdown["generation"]
+    item["scorerCost"] = breakdown["judging"]
+    if accounting["completeness"] != "complete":
+        item["unpriced"] = True
+    else:
+        item.pop("unpriced", None)
+    item["repeats"] = [repeat_record(run) for run in runs]
+    return item
+
+
+def _mean_score(runs: Sequence[Mapping[str, Any]], name: str) -> float | None:
+    values = [
+        score
+        for run in runs
+        if isinstance(scores := run.get("scores"), Mapping)
+        and isinstance(score := scores.get(name), int | float)
+        and not isinstance(score, bool)
+    ]
+    return score_value(sum(values) / len(values)) if values else None
+
+
+def _mean_details(
+    runs: Sequence[Mapping[str, Any]], details: Mapping[str, Any], means: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The representative's details, each scorer's taken from the first repeat that scored it
+    (so a scorer with a mean reads ``scored``) with its score replaced by the mean."""
+    out: dict[str, Any] = {}
+    for name, detail in details.items():
+        mean = means.get(name)
+        if mean is not None and (not isinstance(detail, Mapping) or detail.get("score") is None):
+            detail = next(
+                (
+                    found[name]
+                    for run in runs
+                    if isinstance(found := run.get("scoreDetails"), Mapping)
+                    and isinstance(found.get(name), Mapping)
+                    and found[name].get("score") is not None
+                ),
+                detail,
+            )
+        if isinstance(detail, Mapping) and mean is not None:
+            detail = {**detail, "score": mean}
+        out[name] = detail
+    return out
+
+
+__all__ = ["MAX_REPEATS", "REPEAT_FIELDS", "combine_repeats", "repeat_record", "validate_repeats"]
