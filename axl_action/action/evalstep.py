@@ -66,6 +66,8 @@ def runner_flags(settings: ActionSettings) -> tuple[str, ...]:
     flags: list[str] = []
     if settings.runs != 1:
         flags += ["--runs", str(settings.runs)]
+    if settings.repeats is not None:
+        flags += ["--repeats", str(settings.repeats)]
     if settings.budget is not None:
         flags += ["--budget", settings.budget]
     if settings.concurrency is not None:

@@ -91,6 +91,9 @@ class ActionSettings(BaseModel):
     runs: int = 1
     """How many times to run each eval (``--runs``)."""
 
+    repeats: int | None = None
+    """How many times each item runs inside a run (``--repeats``); None keeps each eval's own."""
+
     concurrency: int | None = None
     """Items run at the same time (``--concurrency``); None keeps the eval's own setting."""
 
@@ -212,6 +215,12 @@ def _positive_int(text: str) -> int:
     return values.whole_number(text, low=1)
 
 
+def _repeats(text: str) -> int:
+    from axl_action.evals.repeats import MAX_REPEATS
+
+    return values.whole_number(text, low=1, high=MAX_REPEATS)
+
+
 def _rate(text: str) -> float:
     try:
         return values.rate(text)
@@ -300,6 +309,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "baseline-branch": _branch,
     "budget": _budget,
     "runs": _positive_int,
+    "repeats": _repeats,
     "concurrency": _positive_int,
     "shard": _shard,
     "threshold": values.threshold,

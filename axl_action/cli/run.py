@@ -73,6 +73,15 @@ def _shard(raw: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f'expected i/n like 1/4, got "{raw}"') from None
 
 
+def _repeats(raw: str) -> int:
+    from axl_action.evals.repeats import MAX_REPEATS
+
+    try:
+        return values.whole_number(raw, low=1, high=MAX_REPEATS)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f'{err} (got "{raw}"); 1 runs each item once') from None
+
+
 def _scorer_names(raw: str) -> list[str]:
     names: dict[str, None] = {}
     for part in raw.split(","):
@@ -98,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         "as they settle, until the file is in place",
     )
     parser.add_argument("--runs", type=positive_int, default=1, metavar="N", help="run each eval N times")
+    parser.add_argument(
+        "--repeats",
+        type=_repeats,
+        metavar="N",
+        help="run each item N times inside each run: its scores are the mean, item.repeats each "
+        "repeat (overrides the eval's repeats; docs/run-model.md)",
+    )
     parser.add_argument(
         "--concurrency",
         type=positive_int,
@@ -238,6 +254,7 @@ def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
         budget=args.budget,
         pricing=args.pricing,
         max_item_error_rate=args.max_item_error_rate,
+        repeats=args.repeats,
     )
     return JournalSession(
         Path(args.output),
@@ -326,6 +343,8 @@ def _run_one(
         overrides["budget"] = args.budget
     if args.max_item_error_rate is not None:
         overrides["fail_on_item_error_rate"] = args.max_item_error_rate
+    if args.repeats is not None:
+        overrides["repeats"] = args.repeats
     definition = replace(definition, **overrides)
     definition = apply_scorer_filter(definition, args.scorers)
     group_id = (session.group_id(loaded.identity, label, args.runs) if session is not None else None) or str(

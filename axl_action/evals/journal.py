@@ -583,6 +583,7 @@ def check_flags(journal: Journal, flags: JournalFlags) -> None:
         ("shard", "--shard"),
         ("runs", "--runs"),
         ("scorers", "--scorers"),
+        ("repeats", "--repeats"),
         ("pricing", "--pricing (the price table's contents)"),
     ):
         old, new = getattr(before, name), getattr(flags, name)
@@ -633,6 +634,9 @@ def check_segment(
         accepted.append(what)
     if old.shard != facts.shard or old.items != facts.items:
         raise _mismatch(journal.path, f"the items of {where} changed", old.items, facts.items)
+    if old.repeats != facts.repeats:
+        # A settled item's mean is over its repeats: one over another count is not the same item.
+        raise _mismatch(journal.path, f"the repeats of {where} changed", old.repeats, facts.repeats)
     if "dataset" not in before or "dataset" not in now:
         warn(
             f"[axl-eval] WARNING: resuming {where} without a dataset fingerprint to check; only its "
@@ -1367,6 +1371,7 @@ def flags_of(
     budget: str | None = None,
     pricing: str | None = None,
     max_item_error_rate: float | None = None,
+    repeats: int | None = None,
 ) -> JournalFlags:
     """:class:`JournalFlags` from parsed flags (``pricing`` is the file's path)."""
     return JournalFlags(
@@ -1376,4 +1381,5 @@ def flags_of(
         budget=budget,
         pricing=file_digest(pricing),
         max_item_error_rate=max_item_error_rate,
+        repeats=repeats,
     )

@@ -652,3 +652,32 @@ def test_a_kill_during_the_final_write_leaves_a_temp_file_the_next_run_removes(t
     assert f"Removed {stale}, a temporary file an interrupted write of {out} left behind." in resumed.stderr
     assert not list(tmp_path.glob(".results.json.*")) and other.exists()
     assert json.loads(out.read_text())["summary"]["count"] == 60
+
+
+def test_repeats_crash_then_resume_runs_only_the_unsettled_items_repeats(tmp_path: Path) -> None:
+    out, calls, env = _counted(tmp_path, ITEMS="20")
+    crashed = _axl(
+        ["counted_eval.py", "--output", str(out), "--quiet", "--repeats", "3"],
+        {**env, "CRASH_AT": "10"},
+        tmp_path,
+    )
+    assert crashed.returncode == -signal.SIGKILL
+    other = _axl(
+        ["counted_eval.py", "--output", str(out), "--quiet", "--repeats", "2", "--resume"], env, tmp_path
+    )
+    assert other.returncode == 1 and "--repeats differs since it was written (3 -> 2)" in other.stderr, (
+        other.stderr
+    )
+    assert "Traceback" not in other.stderr
+    resumed = _axl(
+        ["counted_eval.py", "--output", str(out), "--quiet", "--repeats", "3", "--resume"], env, tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    # Items 0-9 settled with their three repeats before the crash: not one of them ran again.
+    counts = _calls(calls)
+    assert {n: counts[n] for n in range(10)} == dict.fromkeys(range(10), 3)
+    assert counts[10] == 4  # the repeat that crashed, then its three repeats again
+    assert all(counts[n] == 3 for n in range(11, 20))
+    data = json.loads(out.read_text())
+    assert data["metadata"]["repeats"] == 3
+    assert all(len(item["repeats"]) == 3 for item in data["items"])

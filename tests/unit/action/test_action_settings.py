@@ -163,3 +163,15 @@ def test_secrets_to_mask_covers_token_and_credential_env() -> None:
     for value in ("sk-live-123456", "line-one", "line-two", "eyJhbGciOi.payload.sig", "hunter22"):
         assert value in masked
     assert "http://127.0.0.1:1/" not in masked and "o/r" not in masked and "ab" not in masked
+
+
+def test_repeats_input_reaches_the_run_command_and_bad_values_name_the_range() -> None:
+    from axl_action.action.evalstep import runner_flags
+
+    settings = read_settings(_env(evals="evals/", repeats="5"))
+    assert settings.repeats == 5
+    assert runner_flags(settings)[:2] == ("--repeats", "5")
+    assert "--repeats" not in runner_flags(read_settings(_env(evals="evals/")))
+    for bad in ("0", "1001", "2.5", "three"):
+        with pytest.raises(ActionInputError, match=r"repeats.*whole number from 1 to 1000"):
+            read_settings(_env(evals="evals/", repeats=bad))
