@@ -92,6 +92,31 @@ def threshold(text: str) -> float | dict[str, float] | Literal["auto"]:
     return parsed
 
 
+def pass_rates(text: str) -> float | dict[str, float]:
+    """A pass-rate floor: one rate in [0, 1] for every scorer, or ``scorer=rate`` pairs (split
+    as ``threshold`` splits them: at commas and line breaks)."""
+    body = text.strip()
+    if "=" not in body:
+        try:
+            return rate(body)
+        except ValueError:
+            raise ValueError("must be a rate from 0 to 1 or scorer=rate pairs") from None
+    floors: dict[str, float] = {}
+    for piece in _PIECES_RE.split(body):
+        if not piece.strip():
+            continue
+        key, sep, raw = piece.partition("=")
+        if not key.strip() or not sep:
+            raise ValueError(f'has a piece that is not scorer=rate: "{piece.strip()}"')
+        try:
+            floors[key.strip()] = rate(raw)
+        except ValueError:
+            raise ValueError(f'has a rate that is not a number from 0 to 1: "{piece.strip()}"') from None
+    if not floors:
+        raise ValueError("must be a rate from 0 to 1 or scorer=rate pairs")
+    return floors
+
+
 def rate(text: str) -> float:
     """A rate in [0, 1], written with digits and at most one decimal point (``0.05``, ``.5``, ``1``)."""
     body = text.strip()

@@ -65,5 +65,7 @@ def gate_report(
         max_item_error_rate=settings.max_item_error_rate,
         max_scorer_error_rate=settings.max_scorer_error_rate,
         max_cost_increase=settings.max_cost_increase,
+        min_pass_rate=settings.min_pass_rate,
+        **({"pass_score": settings.pass_score} if settings.pass_score is not None else {}),
     )
     return evaluate_gates(comparison, baseline.results, candidate.results, options)

@@ -116,6 +116,12 @@ class ActionSettings(BaseModel):
     max_scorer_error_rate: float | None = None
     """Largest share of scorer calls that may fail before the gate refuses; None leaves the gate off."""
 
+    min_pass_rate: float | dict[str, float] | None = None
+    """Smallest pass rate per scorer (one rate, or ``name=rate`` pairs); None leaves the gate off."""
+
+    pass_score: float | None = None
+    """The score at or above which a try passes; None means 0.5."""
+
     max_cost_increase: float | None = None
     """Largest allowed certified cost increase over the baseline, in percent; None leaves the gate off."""
 
@@ -317,6 +323,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "fail-on-regression": _bool,
     "max-item-error-rate": _rate,
     "max-scorer-error-rate": _rate,
+    "min-pass-rate": values.pass_rates,
+    "pass-score": values.rate,
     "max-cost-increase": _cost_limit,
     "pricing": _path,
     "comment": _choice(COMMENT_MODES),

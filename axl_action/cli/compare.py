@@ -33,7 +33,8 @@ USAGE_LINE = (
 
 HELP = f"""\
 {USAGE_LINE}
-       [--max-cost-increase <pct>] [--holm] [--seed <n>] [--json <file>] [--history <file>]
+       [--max-cost-increase <pct>] [--min-pass-rate <r|name=r,...>] [--pass-score <s>]
+       [--holm] [--seed <n>] [--json <file>] [--history <file>]
 
 Compares a candidate results file against a baseline (each one run, or a list of runs) and
 applies the gates. Exit 0 when every gate passes, 1 otherwise.
@@ -50,6 +51,11 @@ applies the gates. Exit 0 when every gate passes, 1 otherwise.
                                 workflow (default 0.05; 1 disables)
   --max-cost-increase <pct>     exit 1 when the certified cost per run grew by more than pct%
                                 (an uncertified cost change is reported, never judged)
+  --min-pass-rate <r>           exit 1 when a scorer's pass rate on the candidate is below r:
+                                one rate for every scorer, or name=r,name2=r2; every repeat of
+                                an item counts (a failed workflow or scorer is a try that did not
+                                pass; cancelled, budget-stopped and N/A are not counted)
+  --pass-score <s>              the score at or above which a try passes (default 0.5)
   --holm                        Holm-correct significance across scorers
   --seed <n>                    bootstrap seed (default: random; the seed used is in --json)
   --json <file>                 write the comparison and the gate report as JSON
@@ -237,6 +243,16 @@ def _report_gates(report: GateReport, stderr: TextIO) -> int:
         _warn(stderr, "NOTE: " + cost.message)
     if report.gate("regressions").status == "fail":
         code = 1
+    passing = next((g for g in report.gates if g.name == "pass-rate"), None)
+    if passing is not None:
+        for line in passing.details:
+            _warn(stderr, "WARNING: " + line)
+        if passing.status == "refused":
+            _warn(stderr, "Refusing to gate: " + passing.message)
+            code = 1
+        elif passing.status == "fail":
+            _warn(stderr, "PASS RATE: " + passing.message)
+            code = 1
     return code
 
 

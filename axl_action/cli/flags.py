@@ -26,6 +26,8 @@ GATE_VALUE_FLAGS = (
     "--max-scorer-error-rate",
     "--max-item-error-rate",
     "--max-cost-increase",
+    "--min-pass-rate",
+    "--pass-score",
     "--seed",
     "--history",
 )
@@ -140,6 +142,10 @@ class GateFlags:
     seed: int | None
     """``--seed`` of the bootstrap."""
     history: str | None = None
+    min_pass_rate: float | Mapping[str, float] | None = None
+    """``--min-pass-rate``: one rate for every scorer, or per-scorer rates."""
+    pass_score: float | None = None
+    """``--pass-score`` (None: the default 0.5)."""
     """``--history``: a history.json of baseline runs (noise bands, flaky items, ``auto``)."""
 
     def compare_options(
@@ -164,6 +170,8 @@ class GateFlags:
             max_scorer_error_rate=self.max_scorer_error_rate,
             max_item_error_rate=self.max_item_error_rate,
             max_cost_increase=self.max_cost_increase,
+            min_pass_rate=self.min_pass_rate,
+            **({"pass_score": self.pass_score} if self.pass_score is not None else {}),
         )
 
 
@@ -182,6 +190,7 @@ def gate_flags(scanned: Scanned) -> GateFlags:
         opt("--threshold"),
         opt("--history"),
     )
+    floor, score = opt("--min-pass-rate"), opt("--pass-score")
     if history is not None and not history.strip():
         raise UsageError("--history requires a file path", hint="e.g. --history history.json")
     if thr is not None and thr.strip() == AUTO and history is None:
@@ -197,4 +206,17 @@ def gate_flags(scanned: Scanned) -> GateFlags:
         max_cost_increase=percentage("--max-cost-increase", pct) if pct is not None else None,
         seed=integer("--seed", seed) if seed is not None else None,
         history=history,
+        min_pass_rate=pass_rates(floor) if floor is not None else None,
+        pass_score=error_rate("--pass-score", score) if score is not None else None,
     )
+
+
+def pass_rates(raw: str) -> float | Mapping[str, float]:
+    """``--min-pass-rate 0.9`` or ``--min-pass-rate accuracy=0.95,tone=0.8``."""
+    try:
+        return values.pass_rates(raw)
+    except ValueError as err:
+        raise UsageError(
+            f'--min-pass-rate {err}, got "{raw}"',
+            hint="e.g. --min-pass-rate 0.9 or --min-pass-rate accuracy=0.95,tone=0.8",
+        ) from None

@@ -32,6 +32,7 @@ HELP = f"""\
 {USAGE_LINE}
        [--threshold <v>] [--fail-on-regression] [--max-item-error-rate <0..1>]
        [--max-scorer-error-rate <0..1>] [--max-cost-increase <pct>] [--seed <n>]
+       [--min-pass-rate <r|name=r,...>] [--pass-score <s>]
        [--run-url <url>] [--report-url <url>] [--history <file>] [--repo-url <url>]
        [--fail-on-gate]
 
@@ -46,7 +47,8 @@ usually wanted most then); with --fail-on-gate, exit 1 when a gate failed or ref
   --suite <key>                 suite key shown in the reports and in the comment marker
                                 (default: the dataset name)
   --threshold, --fail-on-regression, --max-item-error-rate, --max-scorer-error-rate,
-  --max-cost-increase, --seed   as for `axl-eval compare`; they decide the gates shown
+  --max-cost-increase, --seed,
+  --min-pass-rate, --pass-score as for `axl-eval compare`; they decide the gates shown
                                 (--threshold auto measures each scorer's from --history)
   --history <file>              a history.json of the baseline's earlier runs (`axl-eval
                                 history`): adds the History panel (score, cost and latency

@@ -8,7 +8,7 @@ Exit code: 1 iff a gate is ``fail`` or ``refused``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -27,7 +27,7 @@ from axl_action.schema import (
     read_accounting,
 )
 from axl_action.schema.numbers import to_fixed
-from axl_action.schema.view import Run, Side
+from axl_action.schema.view import DEFAULT_PASS_SCORE, PassCounts, Run, RunView, Side, pass_counts
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,10 @@ class GateOptions:
     """``--max-item-error-rate``; None means the default 0.05 (the gate is always on)."""
     max_cost_increase: float | None = None
     """``--max-cost-increase`` in percent (None = gate off)."""
+    min_pass_rate: float | Mapping[str, float] | None = None
+    """``--min-pass-rate``: one rate for every scorer or per-scorer rates (None = gate off)."""
+    pass_score: float = DEFAULT_PASS_SCORE
+    """``--pass-score``: the score at or above which a try passes."""
 
 
 def is_error_rate_limit(v: object) -> bool:
@@ -496,6 +500,63 @@ def _compatibility_gate(comparison: Comparison) -> Gate:
     )
 
 
+def pass_rate_gate(
+    candidate: Sequence[RunView], limits: float | Mapping[str, float], pass_score: float = DEFAULT_PASS_SCORE
+) -> Gate:
+    """``--min-pass-rate``: each scorer's pass rate on the candidate, pooled over its runs and
+    over every repeat (``schema.view.pass_counts``), at or above its limit. A scorer with a
+    limit and no try (every item N/A, cancelled or stopped) refuses: nothing certifies it."""
+    names = list(candidate[0].header.scorer_names) if candidate else []
+    wanted = {name: limits for name in names} if not isinstance(limits, Mapping) else dict(limits)
+    unknown = [name for name in wanted if name not in names]
+    checked: list[tuple[str, float, PassCounts]] = []
+    for name in names:
+        if name in wanted:
+            total = PassCounts()
+            for run in candidate:
+                total = total + pass_counts(run.items, name, pass_score)
+            checked.append((name, float(wanted[name]), total))
+    details = (
+        [f"--min-pass-rate names scorer(s) not in the candidate: {', '.join(unknown)}"] if unknown else []
+    )
+    bare = [name for name, _, counts in checked if counts.rate is None]
+    limit = float(limits) if not isinstance(limits, Mapping) else min(wanted.values(), default=None)
+    if bare:
+        return Gate(
+            name="pass-rate",
+            status="refused",
+            limit=limit,
+            message=f"No scored try to count a pass rate for {', '.join(bare)}.",
+            details=details,
+        )
+    rates = [(name, low, counts, counts.rate or 0.0) for name, low, counts in checked]
+    shown = [
+        f"{name} {to_fixed(rate * 100, 1)}% ({counts.passed}/{counts.tried})"
+        + (f" below {_percent(low)}" if rate < low else f" at or above {_percent(low)}")
+        for name, low, counts, rate in rates
+    ]
+    failing = [line for line, (_, low, _, rate) in zip(shown, rates, strict=True) if rate < low]
+    worst = min((rate for *_, rate in rates), default=None)
+    if not rates:
+        return Gate(
+            name="pass-rate", status="skipped", limit=limit, message="No scorer to count a pass rate for.",
+            details=details,
+        )  # fmt: skip
+    return Gate(
+        name="pass-rate",
+        status="fail" if failing else "pass",
+        limit=limit,
+        observed=worst,
+        message=f"Pass rate (score >= {pass_score:g}): " + "; ".join(failing or shown) + ".",
+        details=details,
+    )
+
+
+def _percent(rate: float) -> str:
+    """A limit as a percentage without trailing zeros (0.95 -> 95%, 0.925 -> 92.5%)."""
+    return f"{round(rate * 100, 4):g}%"
+
+
 def evaluate_gates(
     comparison: Comparison,
     baseline: Side,
@@ -517,4 +578,6 @@ def evaluate_gates(
         _cost_gate(comparison, opts.max_cost_increase),
         _compatibility_gate(comparison),
     ]
+    if opts.min_pass_rate is not None:
+        gates.append(pass_rate_gate(c_runs, opts.min_pass_rate, opts.pass_score))
     return GateReport(gates=gates, item_rates=rates)

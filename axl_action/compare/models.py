@@ -33,7 +33,10 @@ the LLM default 0.05, the deterministic default 0, or the legacy 0.1 (baseline l
 ``scorerTypes`` for this scorer); ``history``: ``--threshold auto``, the scorer's noise band
 measured from the baseline history (``axl_action.history.noise``)."""
 
-GateName = Literal["budget", "item-error-rate", "scorer-error-rate", "regressions", "cost", "compatibility"]
+GateName = Literal[
+    "budget", "item-error-rate", "scorer-error-rate", "regressions", "cost", "compatibility", "pass-rate"
+]
+"""``pass-rate`` is in a report only when ``--min-pass-rate`` enabled it (last)."""
 GateStatus = Literal["pass", "fail", "warn", "refused", "skipped"]
 """``pass``: checked and fine. ``fail``: checked and over the limit (exit 1). ``refused``: the
 comparison cannot be trusted enough to judge (exit 1, printed as "Refusing to gate"). ``warn``:

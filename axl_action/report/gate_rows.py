@@ -23,13 +23,14 @@ GATE_LABELS = {
     "regressions": "Regressions",
     "cost": "Cost",
     "compatibility": "Compatibility",
+    "pass-rate": "Pass rate",
 }
 
 
 def _format_gate_value(name: str, value: float | None) -> str:
     if value is None:
         return "—"
-    if name in ("item-error-rate", "scorer-error-rate"):
+    if name in ("item-error-rate", "scorer-error-rate", "pass-rate"):
         return pct(value)
     if name == "budget":
         return usd(value)

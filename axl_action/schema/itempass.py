@@ -68,6 +68,7 @@ class ItemFacts:
     failures: dict[int, Mapping[str, Any]]
     scorer_errors: dict[int, list[str]]
     scorers: dict[str, ScorerFacts]
+    repeats: dict[int, list[Mapping[str, Any]]]
 
 
 class ItemShapeError(ValueError):
@@ -108,6 +109,7 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
     unpriced = [False] * n
     failures: dict[int, Mapping[str, Any]] = {}
     scorer_errors: dict[int, list[str]] = {}
+    repeats: dict[int, list[Mapping[str, Any]]] = {}
     per_scorer: list[tuple[str, list[Any], list[int], list[int]]] = [
         (name, [_NAN] * n, [NO_OUTCOME] * n, [NO_OUTCOME] * n) for name in names
     ]
@@ -156,6 +158,15 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
         if messages:
             _check_kind(messages, list, f"items[{i}].scorerErrors", "a list")
             scorer_errors[i] = messages
+        runs = get("repeats")
+        if runs is not None:
+            if type(runs) is not list or not all(isinstance(run, Mapping) for run in runs):
+                raise ItemShapeError(f"items[{i}].repeats: expected a list of objects, got {_shown(runs)}")
+            try:
+                item_facts(runs, names)  # each repeat is an item: checked by the same rules
+            except ItemShapeError as err:
+                raise ItemShapeError(str(err).replace("items[", f"items[{i}].repeats[", 1)) from None
+            repeats[i] = runs
         scores = get("scores") or _EMPTY
         details = get("scoreDetails") or _EMPTY
         if type(scores) is not dict or type(details) is not dict:
@@ -199,6 +210,7 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
         unpriced=array("b", unpriced),
         failures=failures,
         scorer_errors=scorer_errors,
+        repeats=repeats,
         scorers={
             name: ScorerFacts(_floats(s, f"scores.{name}"), array("b", o), array("b", b))
             for name, s, o, b in per_scorer

@@ -19,7 +19,7 @@ and a model's items (:func:`run_view` dumps just the fields the columns need).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
@@ -69,6 +69,7 @@ ITEM_FIELDS = frozenset(
         "cost",
         "scorer_cost",
         "unpriced",
+        "repeats",
     }
 )
 
@@ -125,6 +126,9 @@ class ItemColumns:
     """``scorerErrors`` of each item that has any, by index."""
     scorers: dict[str, ScorerColumn]
     """Columns per scorer, in scorer order."""
+    repeats: dict[int, list[Mapping[str, Any]]] = field(default_factory=dict)
+    """``repeats`` (``repeats: N``) of each item that has them, by index: each repeat is an
+    item of its own shape, read by the same item pass when counted (:func:`pass_counts`)."""
 
     @property
     def size(self) -> int:
@@ -181,6 +185,7 @@ def columns_of(facts: ItemFacts) -> ItemColumns:
         unpriced=np.frombuffer(facts.unpriced, dtype=np.int8).view(np.bool_),
         failures=facts.failures,
         scorer_errors=facts.scorer_errors,
+        repeats=facts.repeats,
         scorers={
             name: ScorerColumn(
                 score=np.frombuffer(f.score, dtype=np.float64),
@@ -285,6 +290,54 @@ def sample_counts(items: ItemColumns, name: str) -> SampleCounts:
     buckets = items.column(name).sample
     counts = np.bincount(buckets[buckets >= 0], minlength=3)
     return SampleCounts(int(counts[SCORED]), int(counts[FAILED]), int(counts[SKIPPED]))
+
+
+DEFAULT_PASS_SCORE = 0.5
+"""The score at or above which a scored item (or repeat) passes (``--pass-score``)."""
+
+
+@dataclass(frozen=True)
+class PassCounts:
+    """How many tries of a scorer passed (``repeats`` counted one by one; :func:`pass_counts`)."""
+
+    passed: int = 0
+    tried: int = 0
+
+    def __add__(self, other: PassCounts) -> PassCounts:
+        return PassCounts(self.passed + other.passed, self.tried + other.tried)
+
+    @property
+    def rate(self) -> float | None:
+        """``passed / tried``; None when nothing was tried."""
+        return self.passed / self.tried if self.tried else None
+
+
+def pass_counts(items: ItemColumns, name: str, pass_score: float = DEFAULT_PASS_SCORE) -> PassCounts:
+    """The pass rule, per try: every repeat of an item with ``repeats``, else the item itself.
+
+    A try whose workflow failed (or a legacy item with an error) is tried and not passed; a
+    scorer that failed on it is tried and not passed; a score counts as passed at or above
+    ``pass_score``. Not counted: cancelled and budget-stopped tries (nothing ran) and a
+    scorer's N/A (``skipped``): they say nothing about quality."""
+    whole = np.ones(items.size, dtype=np.bool_)
+    if items.repeats:
+        whole[list(items.repeats)] = False
+    counts = _tally(items, name, pass_score, whole)
+    if items.repeats:
+        tries = [run for index in sorted(items.repeats) for run in items.repeats[index]]
+        each = columns_of(item_facts(tries, [name]))
+        counts = counts + _tally(each, name, pass_score, np.ones(each.size, dtype=np.bool_))
+    return counts
+
+
+def _tally(items: ItemColumns, name: str, pass_score: float, rows: Bools) -> PassCounts:
+    column = items.column(name)
+    ran_and_failed = (items.outcome == _FAILED) | ((items.outcome == NO_OUTCOME) & items.errored)
+    scored = column.sample == SCORED
+    tried = rows & (ran_and_failed | scored | (column.sample == FAILED))
+    with np.errstate(invalid="ignore"):
+        passed = rows & scored & ~ran_and_failed & (column.score >= pass_score)
+    return PassCounts(int(passed.sum()), int(tried.sum()))
 
 
 def scorer_values(items: ItemColumns, name: str) -> F64:
