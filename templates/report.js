@@ -509,6 +509,29 @@
     st.appendChild(t);
     detail.appendChild(st);
 
+    if (d.rp) {
+      // repeats: N. The scores above are the means; each repeat is one try of the pass rate.
+      var sp = section("Repeats (" + d.rp.runs.length + ")");
+      sp.appendChild(el("p", "muted", "Passed (score ≥ " + d.rp.ps + "): " + scorers.map(function (name, k) {
+        return name + " " + d.rp.pass[k];
+      }).join(" · ")));
+      var rt = el("table", "mini repeats");
+      var rh = el("tr");
+      ["#", "Outcome"].concat(scorers, ["Output"]).forEach(function (h) { rh.appendChild(el("th", "", h)); });
+      rt.appendChild(rh);
+      d.rp.runs.forEach(function (run, n) {
+        var tr = el("tr");
+        tr.appendChild(el("td", "num", n + 1));
+        tr.appendChild(el("td", "", run[0] ? run[0].replace("_", " ") : "—"));
+        scorers.forEach(function (name, k) { tr.appendChild(el("td", "num", fmt(run[1][k]))); });
+        var text = run[3] ? run[3] : asText(run[2]);
+        tr.appendChild(el("td", run[3] ? "mono err" : "mono", text.length > 300 ? text.slice(0, 300) + "…" : text));
+        rt.appendChild(tr);
+      });
+      sp.appendChild(rt);
+      detail.appendChild(sp);
+    }
+
     var si = section("Input");
     si.appendChild(pre(d.in || ""));
     detail.appendChild(si);

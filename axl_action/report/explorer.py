@@ -24,7 +24,8 @@ import numpy.typing as npt
 
 from axl_action.formatting import spend_shown, usd
 from axl_action.report.escape import dumps_finite, json_for_script, script_safe, to_text, truncate
-from axl_action.schema import EvalItem, EvalResult, item_key
+from axl_action.schema import EvalItem, EvalResult, ItemRepeat, item_key
+from axl_action.schema.view import DEFAULT_PASS_SCORE, item_columns, pass_counts
 
 FLAG_REGRESSED = 1
 FLAG_IMPROVED = 2
@@ -110,6 +111,21 @@ def _cap(text: str) -> str:
 def _raw(value: Any) -> Any:
     """A JSON value for the detail payload: long strings capped, the rest as-is."""
     return _cap(value) if isinstance(value, str) else value
+
+
+def _repeats_detail(repeats: Sequence[ItemRepeat], scorers: list[str]) -> dict[str, Any]:
+    """An item's repeats for its detail: each scorer's passed/tried (the gate's one rule,
+    ``schema.view.pass_counts``) and per repeat its outcome, scores, output and error."""
+    columns = item_columns([run.to_wire() for run in repeats], scorers)
+    counts = [pass_counts(columns, name) for name in scorers]
+    return {
+        "ps": DEFAULT_PASS_SCORE,
+        "pass": [f"{c.passed}/{c.tried}" if c.tried else "—" for c in counts],
+        "runs": [
+            [run.outcome, [run.scores.get(s) for s in scorers], _raw(run.output), _cap(run.error or "")]
+            for run in repeats
+        ],
+    }
 
 
 def _title(value: Any) -> str:
@@ -359,6 +375,8 @@ def build_explorer(
                 detail["unp"] = unknown
         if item.diagnostics is not None:
             detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
+        if item.repeats:
+            detail["rp"] = _repeats_detail(item.repeats, scorers)
         sink.add(detail)
 
     rows_doc = {

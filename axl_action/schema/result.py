@@ -101,6 +101,30 @@ class ItemModelTiming(WireModel):
     """Number of calls behind ``firstTokenMs``."""
 
 
+class ItemRepeat(WireModel):
+    """One repeat of an item run ``repeats: N`` times (``EvalItem.repeats``; an axl-action
+    extension a 0.24 reader ignores). Each field means what the item's field of that name means."""
+
+    output: Any = None
+    """The repeat's output."""
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    """Its score per scorer."""
+    duration: float | None = None
+    """Its workflow milliseconds."""
+    outcome: ItemOutcome | None = None
+    """Its outcome."""
+    error: str | None = None
+    """Its error, when it did not complete."""
+    score_details: dict[str, ScorerDetail] | None = None
+    """Its per-scorer details."""
+    scorer_errors: list[str] | None = None
+    """Messages of its failed scorers."""
+    cost: float | None = None
+    """Its generation cost."""
+    scorer_cost: float | None = None
+    """Its judging cost."""
+
+
 class EvalItem(OrderedWireModel):
     """One dataset item's run (runner spec §14.2)."""
 
@@ -142,6 +166,9 @@ class EvalItem(OrderedWireModel):
     """``true`` when the item's accounting is not complete."""
     diagnostics: ItemDiagnostics | None = None
     """Captured operation refs of the generation."""
+    repeats: list[ItemRepeat] | None = None
+    """Each repeat, in order, when the item ran ``repeats: N`` times (``evals/repeats.py``):
+    ``scores`` then hold the mean."""
 
     @property
     def bucket(self) -> str:

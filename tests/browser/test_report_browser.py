@@ -340,3 +340,42 @@ def test_item_link_scrolls_to_the_item(open_report: Any, case: Any) -> None:
     expect(page.locator("#item-detail h3")).to_have_text("Item 12")
     assert detail_in_view()
     assert w.errors == []
+
+
+def test_an_items_repeats_show_in_its_detail(open_report: Any, tmp_path: Path) -> None:
+    """``repeats: N``: the item detail lists every repeat (hostile output kept as text) and each
+    scorer's passed/tried, counted by the gate's rule."""
+    from axl_action.cli.main import main
+    from axl_action.schema import load_result_file
+
+    (tmp_path / "rep_eval.py").write_text(
+        "import itertools\n"
+        "from axl_action import dataset, define_eval, scorer\n"
+        "_n = itertools.count()\n"
+        "def execute_workflow(value, runtime):\n"
+        "    k = next(_n)\n"
+        "    if k == 1:\n"
+        "        raise RuntimeError('upstream <b>down</b>')\n"
+        "    return {'output': '<img src=x onerror=alert(1)>' if k == 2 else value}\n"
+        "eval = define_eval('rep', dataset('rep', items=[{'input': 'a'}]),\n"
+        "    [scorer('same', lambda output, value: float(output == value))], concurrency=1, repeats=4)\n"
+    )
+    out = tmp_path / "rep.json"
+    assert main(["run", str(tmp_path / "rep_eval.py"), "--output", str(out), "--quiet"]) == 0
+    result = load_result_file(out).results[0]
+    assert result.items[0].repeats is not None and len(result.items[0].repeats) == 4
+    ctx = build_report_context(result)
+    w = open_report(render_report_html(ctx, result))
+    page = w.open()
+    page.click("tbody tr.row")
+    page.wait_for_selector("#item-detail:not([hidden])")
+    detail = page.inner_text("#item-detail")
+    assert "Repeats (4)" in detail
+    assert "Passed (score ≥ 0.5): same 2/4" in detail  # right, failed, wrong, right
+    rows = page.evaluate(
+        "Array.from(document.querySelectorAll('table.repeats tr')).slice(1).map(r => r.innerText.split('\\t'))"
+    )
+    assert [r[1] for r in rows] == ["completed", "failed", "completed", "completed"]
+    assert "upstream <b>down</b>" in rows[1][3] and "<img" in rows[2][3]
+    assert page.evaluate("document.querySelectorAll('#item-detail img').length") == 0
+    assert w.errors == []
