@@ -21,9 +21,11 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import empty_accounting_wire, iso_now, tracker_for
 from axl_action.evals.pool import run_pool
+from axl_action.evals.repeats import combine_repeats
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item, usable_cost
@@ -142,7 +144,7 @@ def execute_rescore(
         if cancel.is_set():
             rescored[index] = _cancelled(source_items[index])
             return
-        item = _rescore_item(index, source_items[index], scorers, env, tracker, carry_refs=captured.carried)
+        item = _rescore_repeated(index, source_items[index], scorers, env, tracker, carry_refs=captured.carried)
         if on_settled is not None:
             on_settled(index, item)
         rescored[index] = item
@@ -286,6 +288,39 @@ def _source_wire(result: EvalResult | Mapping[str, Any]) -> Mapping[str, Any]:
 def _head(original: Mapping[str, Any]) -> dict[str, Any]:
     """``input``, ``annotations``, ``output`` as the source had them (absent stays absent)."""
     return {key: original[key] for key in ("input", "annotations", "output") if key in original}
+
+
+def _rescore_repeated(
+    index: int,
+    original: Mapping[str, Any],
+    scorers: Sequence[Scorer],
+    env: ScoringEnv,
+    tracker: Callable[..., TrackResult[Any]],
+    *,
+    carry_refs: bool,
+) -> dict[str, Any]:
+    """An item as :func:`_rescore_item` rescores it; an item run ``repeats: N`` times has each
+    repeat's output rescored (with that repeat's cache index, so ``--cache`` finds the judge
+    replies the run recorded) and folded again by the runner's rule (``evals/repeats.py``), so
+    its ``scores`` stay the mean over its repeats."""
+    runs = original.get("repeats")
+    if not isinstance(runs, list) or not runs or env.cancel_event.is_set():
+        return _rescore_item(index, original, scorers, env, tracker, carry_refs=carry_refs)
+    parts: list[dict[str, Any]] = []
+    for repeat, run in enumerate(runs):
+        one = {**_head(original), **{k: run[k] for k in ("output", "error", "outcome") if k in run}}
+        token = ITEM_REPEAT.set(repeat)
+        try:
+            parts.append(_rescore_item(index, one, scorers, env, tracker, carry_refs=False))
+        finally:
+            ITEM_REPEAT.reset(token)
+    item = combine_repeats(parts, [s.name for s in scorers])
+    for key in ("metadata", "traces"):
+        if key in original:
+            item[key] = original[key]
+    if carry_refs and "diagnostics" in original:
+        item["diagnostics"] = copy.deepcopy(original["diagnostics"])
+    return item
 
 
 def _rescore_item(

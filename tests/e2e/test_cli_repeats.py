@@ -80,3 +80,24 @@ def test_the_report_shows_the_pass_rate_gate_only_when_enabled(
     text = md.read_text()
     assert "Pass rate" in text and "17/24" in text
     capsys.readouterr()
+
+
+def test_rescore_grades_every_repeat_again_and_keeps_the_mean(
+    result: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A stricter scorer: right only for even answers. Each repeat's own output is graded.
+    (tmp_path / "strict_eval.py").write_text(
+        FLAKY_EVAL.replace(
+            'float(output == notes["want"])', 'float(output == notes["want"] and output % 2 == 0)'
+        )
+    )
+    out = tmp_path / "rescored.json"
+    assert main(["rescore", str(result), str(tmp_path / "strict_eval.py"), "--output", str(out)]) == 0
+    capsys.readouterr()
+    source = json.loads(result.read_text())["items"]
+    items = json.loads(out.read_text())["items"]
+    for before, after in zip(source, items, strict=True):
+        assert [r["output"] for r in after["repeats"]] == [r["output"] for r in before["repeats"]]
+        want = [float(r["output"] == before["input"] and r["output"] % 2 == 0) for r in before["repeats"]]
+        assert [r["scores"]["right"] for r in after["repeats"]] == want
+        assert after["scores"]["right"] == round(sum(want) / len(want), 3)

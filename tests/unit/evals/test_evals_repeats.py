@@ -179,3 +179,28 @@ def test_a_judge_scorer_sees_each_repeats_output() -> None:
     )
     execute_eval(defn, Runtime(), concurrency=1)
     assert sorted(outputs) == [0, 1, 2]
+
+
+def test_a_reader_that_ignores_repeats_reads_the_same_result() -> None:
+    """What a 0.24 reader sees (it parses JSON and ignores keys it does not know): the same
+    summary from the items without ``repeats``, and ``scores`` holding the mean."""
+    from axl_action.compare.engine import CompareOptions, compare_results
+    from axl_action.schema.view import build_summary, item_columns
+
+    result, _ = flaky_run(4, concurrency=1)
+    stripped = [{k: v for k, v in item.items() if k != "repeats"} for item in result["items"]]
+    types = result["metadata"]["scorerTypes"]
+    again = build_summary(item_columns(stripped, list(types)), types, model_timing=None)
+    assert again["scorers"] == result["summary"]["scorers"]
+    assert again["count"] == result["summary"]["count"] == 3
+    # Compare pairs items by their mean: one repeated run against one plain run of the same items.
+    plain, _ = flaky_run(1, concurrency=1)
+    comparison = compare_results(
+        EvalResult.model_validate_json(dumps_js(plain)),
+        EvalResult.model_validate_json(dumps_js(result)),
+        CompareOptions(seed=1),
+    )
+    exact = comparison.scorers["exact"]
+    # Plain: every item right once (its first call); repeated: means 0.25, 0.5, 0.667.
+    assert exact.baseline_mean == pytest.approx(1.0)
+    assert exact.candidate_mean == pytest.approx((0.25 + 0.5 + 0.667) / 3, abs=1e-3)
