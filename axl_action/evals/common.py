@@ -16,6 +16,20 @@ def empty_accounting_wire() -> dict[str, Any]:
     return empty_accounting().to_wire()
 
 
+def attach_accounting(item: dict[str, Any], accounting: dict[str, Any]) -> None:
+    """Set an item's ``accounting`` and the views derived from it (``cost`` = generation,
+    ``scorerCost`` = judging, ``unpriced`` when not complete): the one place they are derived,
+    for a run's items, a rescore's and a repeated item's fold."""
+    item["accounting"] = accounting
+    breakdown = accounting["breakdown"]
+    item["cost"] = breakdown["generation"]
+    item["scorerCost"] = breakdown["judging"]
+    if accounting["completeness"] != "complete":
+        item["unpriced"] = True
+    else:
+        item.pop("unpriced", None)
+
+
 def uninstrumented_accounting() -> dict[str, Any]:
     """The fixed record of a runtime without a measurement rail (spec §5.1)."""
     record = empty_accounting_wire()

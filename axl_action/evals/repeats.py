@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from axl_action.evals.common import attach_accounting
 from axl_action.schema.accounting import Accounting, aggregate_accounting
 from axl_action.schema.numbers import score_value
 
@@ -81,14 +82,7 @@ def combine_repeats(runs: Sequence[dict[str, Any]], scorer_names: Sequence[str])
         item["duration"] = round(sum(durations) / len(durations))
     accounting = aggregate_accounting(Accounting.model_validate(run["accounting"]) for run in runs).to_wire()
     accounting.pop("scope", None)
-    item["accounting"] = accounting
-    breakdown = accounting["breakdown"]
-    item["cost"] = breakdown["generation"]
-    item["scorerCost"] = breakdown["judging"]
-    if accounting["completeness"] != "complete":
-        item["unpriced"] = True
-    else:
-        item.pop("unpriced", None)
+    attach_accounting(item, accounting)
     item["repeats"] = [repeat_record(run) for run in runs]
     return item
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.evals.capture_refs import RefCollector
-from axl_action.evals.common import empty_accounting_wire, iso_now, tracker_for
+from axl_action.evals.common import attach_accounting, empty_accounting_wire, iso_now, tracker_for
 from axl_action.evals.pool import run_pool
 from axl_action.evals.repeats import combine_repeats
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
@@ -144,7 +144,13 @@ def execute_rescore(
         if cancel.is_set():
             rescored[index] = _cancelled(source_items[index])
             return
-        item = _rescore_repeated(index, source_items[index], scorers, env, tracker, carry_refs=captured.carried)
+        item = _rescore_repeated(
+            source_items[index],
+            lambda original, carry: _rescore_item(index, original, scorers, env, tracker, carry_refs=carry),
+            [s.name for s in scorers],
+            carry_refs=captured.carried,
+            cancelled=env.cancel_event.is_set,
+        )
         if on_settled is not None:
             on_settled(index, item)
         rescored[index] = item
@@ -291,30 +297,29 @@ def _head(original: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _rescore_repeated(
-    index: int,
     original: Mapping[str, Any],
-    scorers: Sequence[Scorer],
-    env: ScoringEnv,
-    tracker: Callable[..., TrackResult[Any]],
+    rescore_one: Callable[[Mapping[str, Any], bool], dict[str, Any]],
+    names: Sequence[str],
     *,
     carry_refs: bool,
+    cancelled: Callable[[], bool],
 ) -> dict[str, Any]:
     """An item as :func:`_rescore_item` rescores it; an item run ``repeats: N`` times has each
     repeat's output rescored (with that repeat's cache index, so ``--cache`` finds the judge
     replies the run recorded) and folded again by the runner's rule (``evals/repeats.py``), so
     its ``scores`` stay the mean over its repeats."""
     runs = original.get("repeats")
-    if not isinstance(runs, list) or not runs or env.cancel_event.is_set():
-        return _rescore_item(index, original, scorers, env, tracker, carry_refs=carry_refs)
+    if not isinstance(runs, list) or not runs or cancelled():
+        return rescore_one(original, carry_refs)
     parts: list[dict[str, Any]] = []
     for repeat, run in enumerate(runs):
         one = {**_head(original), **{k: run[k] for k in ("output", "error", "outcome") if k in run}}
         token = ITEM_REPEAT.set(repeat)
         try:
-            parts.append(_rescore_item(index, one, scorers, env, tracker, carry_refs=False))
+            parts.append(rescore_one(one, False))
         finally:
             ITEM_REPEAT.reset(token)
-    item = combine_repeats(parts, [s.name for s in scorers])
+    item = combine_repeats(parts, names)
     for key in ("metadata", "traces"):
         if key in original:
             item[key] = original[key]
@@ -377,12 +382,7 @@ def _rescore_item(
         # score_item handles every scorer failure itself: this is a bug, not an item outcome.
         assert scope.error is not None
         raise scope.error
-    accounting = scope.accounting
-    item["accounting"] = accounting
-    item["cost"] = accounting["breakdown"]["generation"]
-    item["scorerCost"] = accounting["breakdown"]["judging"]
-    if accounting["completeness"] != "complete":
-        item["unpriced"] = True
+    attach_accounting(item, scope.accounting)
     return item
 
 

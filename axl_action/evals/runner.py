@@ -24,6 +24,7 @@ from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.errors import AxlError, ItemErrorRateError
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import (
+    attach_accounting,
     capture_manifest,
     empty_accounting_wire,
     iso_now,
@@ -644,13 +645,7 @@ def _process_item(
         item.pop("scoreDetails", None)
         item["error"] = error_message(error)
         item = _ordered_item(item)  # the body stopped anywhere: put the keys back in order
-    accounting = scope.accounting
-    item["accounting"] = accounting
-    breakdown = accounting["breakdown"]
-    item["cost"] = breakdown["generation"]
-    item["scorerCost"] = breakdown["judging"]
-    if accounting["completeness"] != "complete":
-        item["unpriced"] = True
+    attach_accounting(item, scope.accounting)
     return item
 
 
