@@ -632,17 +632,22 @@ def check_segment(
                 hint=_FORCE_HINT.format(path=journal.path),
             )
         accepted.append(what)
-    if old.shard != facts.shard or old.items != facts.items:
-        raise _mismatch(journal.path, f"the items of {where} changed", old.items, facts.items)
-    if old.repeats != facts.repeats:
-        # A settled item's mean is over its repeats: one over another count is not the same item.
-        raise _mismatch(journal.path, f"the repeats of {where} changed", old.repeats, facts.repeats)
+    _check_items(journal.path, old, facts, where)
     if "dataset" not in before or "dataset" not in now:
         warn(
             f"[axl-eval] WARNING: resuming {where} without a dataset fingerprint to check; only its "
             "size matched."
         )
     return accepted
+
+
+def _check_items(path: Path, old: RunFacts, facts: RunFacts, where: str) -> None:
+    """Refuse another shard, item count or repeat count (a settled item's mean is over its
+    repeats: one over another count is not the same item)."""
+    if old.shard != facts.shard or old.items != facts.items:
+        raise _mismatch(path, f"the items of {where} changed", old.items, facts.items)
+    if old.repeats != facts.repeats:
+        raise _mismatch(path, f"the repeats of {where} changed", old.repeats, facts.repeats)
 
 
 def source_changes(before: Mapping[str, str] | None, now: Mapping[str, str] | None) -> str:

@@ -21,9 +21,11 @@ repeat's stub, without ``repeats``, so a resume runs it again like any other stu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
+from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.evals.common import attach_accounting
 from axl_action.schema.accounting import Accounting, aggregate_accounting
 from axl_action.schema.numbers import score_value
@@ -48,6 +50,38 @@ names and meanings; the accounting is folded into the item's)."""
 
 _RAN = frozenset({"completed", "failed"})
 """Repeat outcomes that ran the workflow (the others are stubs: cancelled, budget)."""
+
+
+T = TypeVar("T")
+
+
+def in_repeat(repeat: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` as repeat ``repeat`` of an item: its cached calls are keyed by it."""
+    token = ITEM_REPEAT.set(repeat)
+    try:
+        return fn(*args)
+    finally:
+        ITEM_REPEAT.reset(token)
+
+
+class RepeatSlots:
+    """The repeats of the items in flight, shared by the workers: :meth:`add` keeps a settled
+    repeat and returns the item folded from all of them once the last one has settled."""
+
+    def __init__(self, repeats: int, scorer_names: Sequence[str]) -> None:
+        self.repeats = repeats
+        self.names = list(scorer_names)
+        self._parts: dict[int, list[dict[str, Any] | None]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, index: int, repeat: int, part: dict[str, Any]) -> dict[str, Any] | None:
+        with self._lock:
+            slot = self._parts.setdefault(index, [None] * self.repeats)
+            slot[repeat] = part
+            if any(p is None for p in slot):
+                return None
+            del self._parts[index]
+        return combine_repeats([p for p in slot if p is not None], self.names)
 
 
 def validate_repeats(value: object, where: str) -> int:
@@ -123,4 +157,12 @@ def _mean_details(
     return out
 
 
-__all__ = ["MAX_REPEATS", "REPEAT_FIELDS", "combine_repeats", "repeat_record", "validate_repeats"]
+__all__ = [
+    "MAX_REPEATS",
+    "REPEAT_FIELDS",
+    "RepeatSlots",
+    "combine_repeats",
+    "in_repeat",
+    "repeat_record",
+    "validate_repeats",
+]

@@ -21,11 +21,10 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import attach_accounting, empty_accounting_wire, iso_now, tracker_for
 from axl_action.evals.pool import run_pool
-from axl_action.evals.repeats import combine_repeats
+from axl_action.evals.repeats import combine_repeats, in_repeat
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item, usable_cost
@@ -314,11 +313,7 @@ def _rescore_repeated(
     parts: list[dict[str, Any]] = []
     for repeat, run in enumerate(runs):
         one = {**_head(original), **{k: run[k] for k in ("output", "error", "outcome") if k in run}}
-        token = ITEM_REPEAT.set(repeat)
-        try:
-            parts.append(rescore_one(one, False))
-        finally:
-            ITEM_REPEAT.reset(token)
+        parts.append(in_repeat(repeat, rescore_one, one, False))
     item = combine_repeats(parts, names)
     for key in ("metadata", "traces"):
         if key in original:

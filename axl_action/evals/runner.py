@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.errors import AxlError, ItemErrorRateError
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import (
@@ -35,7 +34,7 @@ from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.log import warn
 from axl_action.evals.pool import run_pool
-from axl_action.evals.repeats import combine_repeats
+from axl_action.evals.repeats import RepeatSlots, in_repeat
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import (
     ScoringEnv,
@@ -298,26 +297,18 @@ def execute_run(
     if repeats > 1:
         # Item-major (task k is repeat k % repeats of item todo[k // repeats]), so an item's
         # repeats run side by side and it settles as soon as its last one does.
-        parts: dict[int, list[dict[str, Any] | None]] = {}
-        parts_lock = threading.Lock()
-        names = [s.name for s in scorers]
+        slots = RepeatSlots(repeats, [s.name for s in scorers])
 
         def task(k: int) -> None:
             index, repeat = todo[k // repeats], k % repeats
             if results[index] is None:
                 results[index] = _IN_FLIGHT
-            token = ITEM_REPEAT.set(repeat)
-            try:
-                part = _process_item(index, items_in[index], workflow, scorers, env, state, tracker)
-            finally:
-                ITEM_REPEAT.reset(token)
-            with parts_lock:
-                slot = parts.setdefault(index, [None] * repeats)
-                slot[repeat] = part
-                if any(p is None for p in slot):
-                    return
-                del parts[index]
-            settle(index, combine_repeats([p for p in slot if p is not None], names))
+            part = in_repeat(
+                repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
+            )
+            item = slots.add(index, repeat, part)
+            if item is not None:
+                settle(index, item)
 
         count *= repeats
 

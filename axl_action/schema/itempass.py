@@ -160,13 +160,7 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
             scorer_errors[i] = messages
         runs = get("repeats")
         if runs is not None:
-            if type(runs) is not list or not all(isinstance(run, Mapping) for run in runs):
-                raise ItemShapeError(f"items[{i}].repeats: expected a list of objects, got {_shown(runs)}")
-            try:
-                item_facts(runs, names)  # each repeat is an item: checked by the same rules
-            except ItemShapeError as err:
-                raise ItemShapeError(str(err).replace("items[", f"items[{i}].repeats[", 1)) from None
-            repeats[i] = runs
+            repeats[i] = _checked_repeats(runs, i, names)
         scores = get("scores") or _EMPTY
         details = get("scoreDetails") or _EMPTY
         if type(scores) is not dict or type(details) is not dict:
@@ -216,6 +210,17 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
             for name, s, o, b in per_scorer
         },
     )
+
+
+def _checked_repeats(runs: Any, i: int, names: Sequence[str]) -> list[Mapping[str, Any]]:
+    """``items[i].repeats``, checked: a list of objects, each an item by the same rules."""
+    if type(runs) is not list or not all(isinstance(run, Mapping) for run in runs):
+        raise ItemShapeError(f"items[{i}].repeats: expected a list of objects, got {_shown(runs)}")
+    try:
+        item_facts(runs, names)
+    except ItemShapeError as err:
+        raise ItemShapeError(str(err).replace("items[", f"items[{i}].repeats[", 1)) from None
+    return runs
 
 
 def _floats(values: list[float], field: str) -> array[float]:
