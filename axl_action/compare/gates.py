@@ -512,10 +512,7 @@ def pass_rate_gate(
     checked: list[tuple[str, float, PassCounts]] = []
     for name in names:
         if name in wanted:
-            total = PassCounts()
-            for run in candidate:
-                total = total + pass_counts(run.items, name, pass_score)
-            checked.append((name, float(wanted[name]), total))
+            checked.append((name, float(wanted[name]), pooled_pass_counts(candidate, name, pass_score)))
     details = (
         [f"--min-pass-rate names scorer(s) not in the candidate: {', '.join(unknown)}"] if unknown else []
     )
@@ -531,7 +528,7 @@ def pass_rate_gate(
         )
     rates = [(name, low, counts, counts.rate or 0.0) for name, low, counts in checked]
     shown = [
-        f"{name} {to_fixed(rate * 100, 1)}% ({counts.passed}/{counts.tried})"
+        describe_pass(name, counts)
         + (f" below {_percent(low)}" if rate < low else f" at or above {_percent(low)}")
         for name, low, counts, rate in rates
     ]
@@ -550,6 +547,23 @@ def pass_rate_gate(
         message=f"Pass rate (score >= {pass_score:g}): " + "; ".join(failing or shown) + ".",
         details=details,
     )
+
+
+def describe_pass(name: str, counts: PassCounts) -> str:
+    """``accuracy 92.0% (184/200)``: a scorer's pass rate as the gate and the reports write it."""
+    rate = counts.rate
+    shown = f"{to_fixed(rate * 100, 1)}%" if rate is not None else "—"
+    return f"{name} {shown} ({counts.passed}/{counts.tried})"
+
+
+def pooled_pass_counts(
+    runs: Sequence[RunView], name: str, pass_score: float = DEFAULT_PASS_SCORE
+) -> PassCounts:
+    """A scorer's pass counts summed over ``runs`` (a side's ``--runs``)."""
+    total = PassCounts()
+    for run in runs:
+        total = total + pass_counts(run.items, name, pass_score)
+    return total
 
 
 def _percent(rate: float) -> str:

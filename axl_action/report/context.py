@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from axl_action.compare.gates import nothing_scored, unscored_note
+from axl_action.compare.gates import describe_pass, nothing_scored, pooled_pass_counts, unscored_note
 from axl_action.compare.models import Comparison, GateReport, ItemChange
 from axl_action.formatting import (
     format_budget_line,
@@ -51,6 +51,7 @@ from axl_action.schema import (
     run_view,
     sample_counts,
 )
+from axl_action.schema.view import DEFAULT_PASS_SCORE
 from axl_action.suite import comment_marker
 
 if TYPE_CHECKING:
@@ -262,6 +263,18 @@ def build_report_context(
     return _build(candidate, baseline, comparison, gates, run_info, limits, history)
 
 
+def _repeats_line(view: RunView, runs: Sequence[EvalResult]) -> str | None:
+    """``5 per item; tries passed (score >= 0.5): accuracy 90.0% (18/20), ...`` for a candidate
+    whose items ran ``repeats: N`` times (pooled over its runs, as the pass-rate gate counts)."""
+    if not view.items.repeats:
+        return None
+    views = [view, *(run_view(run) for run in runs[1:])]
+    most = max(len(r) for r in view.items.repeats.values())
+    names = list(view.header.scorer_names)
+    shown = ", ".join(describe_pass(name, pooled_pass_counts(views, name)) for name in names)
+    return f"{most} per item; tries passed (score >= {DEFAULT_PASS_SCORE:g}): {shown}"
+
+
 def _build(
     candidate: EvalResult | Sequence[EvalResult],
     baseline: EvalResult | Sequence[EvalResult] | None,
@@ -315,6 +328,7 @@ def _build(
 
     summary = cand.summary
     coverage_line = _strip(format_coverage_line(summary.coverage, summary.item_error_rate), "Items:")
+    repeats_line = _repeats_line(view, c_runs)
     causes = _strip(format_failure_causes(view.items), "Failure causes:")
 
     timing: TimingBlock | None = None
@@ -368,6 +382,7 @@ def _build(
         cost=cost,
         budget_line=_strip(format_budget_line(acc), "Budget:"),
         coverage_line=coverage_line,
+        repeats_line=repeats_line,
         failure_causes=causes,
         timing=timing,
         model_timing=_model_timing(cand),

@@ -340,6 +340,9 @@ class ReportContext(_Model):
     """Spend block."""
     budget_line: str | None = None
     """``Budget: $0.12 of $1.00 (open)`` or the STOPPED line."""
+    repeats_line: str | None = None
+    """``5 per item; tries passed (score >= 0.5): accuracy 90.0% (18/20)`` when the candidate
+    ran its items ``repeats: N`` times."""
     coverage_line: str | None = None
     """``Items: 94 completed, 6 failed — item error rate 6% (limit 10%)``."""
     failure_causes: str | None = None

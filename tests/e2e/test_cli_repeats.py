@@ -76,6 +76,8 @@ def test_the_report_shows_the_pass_rate_gate_only_when_enabled(
     args = ["report", str(result), "--baseline", str(result), "--markdown", str(md)]
     assert main(args) == 0
     assert "Pass rate" not in md.read_text()
+    # The tries are counted in every report of a repeated run, gate or not.
+    assert "- **Repeats:** 6 per item; tries passed (score &gt;= 0.5): right 70.8% (17/24)" in md.read_text()
     assert main([*args, "--min-pass-rate", "0.75"]) == 0
     text = md.read_text()
     assert "Pass rate" in text and "17/24" in text
