@@ -261,7 +261,8 @@ def test_two_resumes_at_once_never_run_an_item_twice_and_wait_waits(tmp_path: Pa
     refused = _axl([*args, "--resume"], env, tmp_path)
     assert refused.returncode == 1 and f"pid {one.pid}" in refused.stderr, refused.stderr
     waited = _axl([*args, "--resume", "--wait"], env, tmp_path)  # ends after the first one finished
-    assert one.wait(timeout=60) == 0
+    one.communicate(timeout=60)  # reads and closes its pipes
+    assert one.returncode == 0
     assert waited.returncode == 0, waited.stderr
     assert f"Waiting for pid {one.pid}" in waited.stdout
     counts = _calls(calls)
