@@ -36,6 +36,18 @@ def path(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+_OPEN: list[HttpTransport] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_transports() -> Iterator[None]:
+    """Close every transport a test's Harness opened: its idle keep-alive sockets would
+    otherwise be left for the garbage collector (a ResourceWarning)."""
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 class Harness:
     def __init__(
         self, server: FakeLLMServer, path: str, *, attempts: int = 4, max_bytes: int = 1 << 25
@@ -50,6 +62,7 @@ class Harness:
             policy=RetryPolicy(max_attempts=attempts, base_delay=0.1),
             max_response_bytes=max_bytes,
         )
+        _OPEN.append(self.transport)
         self.provider: HttpProvider = CLASSES[server.flavor](
             api_key=KEY, base_url=server.base_url, transport=self.transport
         )
