@@ -114,9 +114,13 @@ class Origin:
             raise WireTimeout("the request timed out while connecting") from None
         except OSError as exc:
             raise WireError(f"could not connect to {self.host}:{self.port} ({_os_reason(exc)})") from None
-        # Headers and body go out in one write, and the reply is awaited: with Nagle on, a
-        # small request could wait for a delayed ACK.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            # Headers and body go out in one write, and the reply is awaited: with Nagle on, a
+            # small request could wait for a delayed ACK.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            sock.close()
+            raise WireError(f"could not connect to {self.host}:{self.port} ({_os_reason(exc)})") from None
         try:
             # What is left of the attempt's time, so connecting does not extend it.
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -210,6 +214,10 @@ class Origin:
         except OSError as exc:
             sock.close()
             raise reader.truncated(_os_reason(exc)) or WireError(_os_reason(exc)) from None
+        except BaseException:
+            # Anything else (a parse bug, an interrupt): the socket is in an unknown state.
+            sock.close()
+            raise
         if reusable:
             self._give_back(sock)
         else:
