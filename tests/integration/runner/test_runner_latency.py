@@ -1,9 +1,12 @@
-"""A workflow that blocks on I/O must not serialise the pool (items run on threads)."""
+"""A workflow that blocks on I/O must not serialise the pool (items run on threads).
+
+Asserted as the invariant, not a timing (tests/README.md: speed belongs to benchmarks/): a
+barrier of ``concurrency`` parties is passed only if that many workflows block at once.
+"""
 
 from __future__ import annotations
 
-import math
-import time
+import threading
 from typing import Any
 
 from axl_action.evals.dataset import dataset
@@ -14,19 +17,25 @@ from axl_action.runtime.runtime import Runtime
 
 
 def test_blocking_workflow_runs_concurrently() -> None:
-    items, concurrency, sleep = 320, 32, 0.02
+    items, concurrency = 320, 32
+    # Every workflow blocks until 32 are blocked together: a serialised pool would time out.
+    gate = threading.Barrier(concurrency, timeout=30)
+    active = peak = 0
+    lock = threading.Lock()
 
     def workflow(inp: Any, rt: Any) -> dict[str, Any]:
-        time.sleep(sleep)
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        gate.wait()
+        with lock:
+            active -= 1
         return {"output": inp}
 
     defn = define_eval(
         "io", dataset("n", items=[{"input": i} for i in range(items)]), [scorer("s", lambda o: 1)], workflow
     )
-    start = time.perf_counter()
     result = execute_eval(defn, Runtime(), concurrency=concurrency)
-    wall = time.perf_counter() - start
-    ideal = math.ceil(items / concurrency) * sleep
     assert result["summary"]["coverage"]["items"]["completed"] == items
-    assert wall < ideal * 2.0, f"wall {wall:.3f}s vs ideal {ideal:.3f}s"
-    assert wall >= ideal * 0.95
+    assert peak == concurrency  # never more than the pool, and the pool filled
