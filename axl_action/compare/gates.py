@@ -526,19 +526,18 @@ def pass_rate_gate(
             message=f"No scored try to count a pass rate for {', '.join(bare)}.",
             details=details,
         )
-    rates = [(name, low, counts, counts.rate or 0.0) for name, low, counts in checked]
-    shown = [
-        describe_pass(name, counts)
-        + (f" below {_percent(low)}" if rate < low else f" at or above {_percent(low)}")
-        for name, low, counts, rate in rates
-    ]
-    failing = [line for line, (_, low, _, rate) in zip(shown, rates, strict=True) if rate < low]
-    worst = min((rate for *_, rate in rates), default=None)
-    if not rates:
+    if not checked:
         return Gate(
             name="pass-rate", status="skipped", limit=limit, message="No scorer to count a pass rate for.",
             details=details,
         )  # fmt: skip
+    rates = [(name, low, counts, counts.rate or 0.0) for name, low, counts in checked]
+    shown = [
+        describe_pass(name, counts) + (f" below {format_percent(low)}" if rate < low else f" at or above {format_percent(low)}")
+        for name, low, counts, rate in rates
+    ]
+    failing = [line for line, (_, low, _, rate) in zip(shown, rates, strict=True) if rate < low]
+    worst = min(rate for *_, rate in rates)
     return Gate(
         name="pass-rate",
         status="fail" if failing else "pass",
@@ -564,11 +563,6 @@ def pooled_pass_counts(
     for run in runs:
         total = total + pass_counts(run.items, name, pass_score)
     return total
-
-
-def _percent(rate: float) -> str:
-    """A limit as a percentage without trailing zeros (0.95 -> 95%, 0.925 -> 92.5%)."""
-    return f"{round(rate * 100, 4):g}%"
 
 
 def evaluate_gates(

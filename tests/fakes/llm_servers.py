@@ -516,3 +516,15 @@ class FakeLLMServer:
         if reply.truncate_after is None and not reply.reset:
             with self._lock:
                 self.answered.append(self.requests[number - 1])
+
+
+OPEN_TRANSPORTS: list[Any] = []
+"""Transports a provider test opened against these servers; the autouse fixture of
+``tests/integration/providers/conftest.py`` closes them after each test, so their idle
+keep-alive sockets are not left for the garbage collector (a ResourceWarning)."""
+
+
+def close_open_transports() -> None:
+    """Close and forget every transport in :data:`OPEN_TRANSPORTS`."""
+    while OPEN_TRANSPORTS:
+        OPEN_TRANSPORTS.pop().close()

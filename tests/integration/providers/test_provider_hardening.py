@@ -19,7 +19,7 @@ from axl_action.providers.transport import HttpTransport, RetryPolicy
 from axl_action.providers.types import ChatMessage, ChatRequest
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import track
-from tests.fakes.llm_servers import FakeLLMServer
+from tests.fakes.llm_servers import OPEN_TRANSPORTS, FakeLLMServer
 from tests.integration.providers.test_provider_http import CLASSES, KEY
 
 FLAVORS = ("openai", "anthropic", "google")
@@ -36,18 +36,6 @@ def path(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-_OPEN: list[HttpTransport] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_transports() -> Iterator[None]:
-    """Close every transport a test's Harness opened: its idle keep-alive sockets would
-    otherwise be left for the garbage collector (a ResourceWarning)."""
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 class Harness:
     def __init__(
         self, server: FakeLLMServer, path: str, *, attempts: int = 4, max_bytes: int = 1 << 25
@@ -62,7 +50,7 @@ class Harness:
             policy=RetryPolicy(max_attempts=attempts, base_delay=0.1),
             max_response_bytes=max_bytes,
         )
-        _OPEN.append(self.transport)
+        OPEN_TRANSPORTS.append(self.transport)
         self.provider: HttpProvider = CLASSES[server.flavor](
             api_key=KEY, base_url=server.base_url, transport=self.transport
         )

@@ -21,7 +21,7 @@ from axl_action.providers.types import ChatMessage, ChatRequest
 from axl_action.runtime.admission import AdmissionController
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import AdmissionDeniedError, track
-from tests.fakes.llm_servers import FakeLLMServer
+from tests.fakes.llm_servers import OPEN_TRANSPORTS, FakeLLMServer
 
 KEY = "sk-integration-SECRET-0123456789abcdef"
 FLAVORS = ("openai", "anthropic", "google")
@@ -40,18 +40,6 @@ def server(request: pytest.FixtureRequest) -> Iterator[FakeLLMServer]:
         yield fake
 
 
-_OPEN: list[HttpTransport] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_transports() -> Iterator[None]:
-    """Close every transport a test's Harness opened: its idle keep-alive sockets would
-    otherwise be left for the garbage collector (a ResourceWarning)."""
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 class Harness:
     def __init__(self, server: FakeLLMServer, attempts: int = 3, max_retry_after: float = 60) -> None:
         self.server = server
@@ -63,7 +51,7 @@ class Harness:
             rng=lambda: 0.5,
             policy=RetryPolicy(max_attempts=attempts, base_delay=0.1, max_retry_after=max_retry_after),
         )
-        _OPEN.append(self.transport)
+        OPEN_TRANSPORTS.append(self.transport)
         self.provider = CLASSES[server.flavor](
             api_key=KEY, base_url=server.base_url, transport=self.transport
         )
