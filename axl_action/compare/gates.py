@@ -533,7 +533,8 @@ def pass_rate_gate(
         )  # fmt: skip
     rates = [(name, low, counts, counts.rate or 0.0) for name, low, counts in checked]
     shown = [
-        describe_pass(name, counts) + (f" below {format_percent(low)}" if rate < low else f" at or above {format_percent(low)}")
+        describe_pass(name, counts)
+        + (f" below {format_percent(low)}" if rate < low else f" at or above {format_percent(low)}")
         for name, low, counts, rate in rates
     ]
     failing = [line for line, (_, low, _, rate) in zip(shown, rates, strict=True) if rate < low]

@@ -61,6 +61,7 @@ from axl_action.errors import InputFileError, UsageError, read_input_bytes
 from axl_action.evals.common import empty_accounting_wire
 from axl_action.evals.log import warn
 from axl_action.runtime.scope import EMPTY_RECORD
+from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.itempass import ItemShapeError, item_facts
 from axl_action.schema.journal import (
     JOURNAL_FORMAT,
@@ -731,8 +732,6 @@ def recover_results(journal: Journal) -> list[dict[str, Any]]:
 
 
 def _run_accounting(record: SegmentRecord, scope: str) -> dict[str, Any]:
-    from axl_action.evals.runner import fold_accounting
-
     accounting = fold_accounting(record.spent) if record.spent else empty_accounting_wire()
     accounting["scope"] = scope
     budget = record.segment.facts.budget

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from axl_action.cache.calls import ITEM_REPEAT
 from axl_action.evals.common import attach_accounting
-from axl_action.schema.accounting import Accounting, aggregate_accounting
+from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.numbers import score_value
 
 MAX_REPEATS = 1000
@@ -114,7 +114,7 @@ def combine_repeats(runs: Sequence[dict[str, Any]], scorer_names: Sequence[str])
     durations = [run["duration"] for run in ran if isinstance(run.get("duration"), int | float)]
     if durations:
         item["duration"] = round(sum(durations) / len(durations))
-    accounting = aggregate_accounting(Accounting.model_validate(run["accounting"]) for run in runs).to_wire()
+    accounting = fold_accounting(run["accounting"] for run in runs)
     accounting.pop("scope", None)
     attach_accounting(item, accounting)
     item["repeats"] = [repeat_record(run) for run in runs]

@@ -31,6 +31,7 @@ from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item, usable_
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import CaptureSink, TrackResult
+from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.journal import RunFacts
 from axl_action.schema.view import build_summary, item_columns
 
@@ -168,8 +169,6 @@ def execute_rescore(
 
     accounting: dict[str, Any] = dict(run_scope.accounting)
     if prior_accounting:
-        from axl_action.evals.runner import fold_accounting
-
         accounting = fold_accounting([accounting, *prior_accounting])
     if admission is not None:
         accounting["budget"] = admission.snapshot()

@@ -58,7 +58,7 @@ from axl_action.runtime.scope import (
     is_admission_denial,
     side_scope,
 )
-from axl_action.schema.accounting import Accounting, aggregate_accounting
+from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 from axl_action.schema.journal import RunFacts, ShardFacts
 from axl_action.schema.view import RunView, build_summary, item_columns, prepare_validators, wire_view
@@ -433,11 +433,6 @@ def assemble_run(
     result["items"] = items
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
-
-
-def fold_accounting(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Several accounting records (wire) folded into one (runner spec §7.3), as wire data."""
-    return aggregate_accounting(Accounting.model_validate(r) for r in records).to_wire()
 
 
 def _known_cost(record: Mapping[str, Any]) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -181,6 +181,12 @@ def certified_cost(accounting: Accounting) -> float:
 def empty_accounting() -> Accounting:
     """All zeros, complete, empty maps."""
     return Accounting()
+
+
+def fold_accounting(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several accounting records (wire) folded into one (runner spec §7.3), as wire data: a
+    run's with an earlier attempt's, a journal's, an item's repeats."""
+    return aggregate_accounting(Accounting.model_validate(r) for r in records).to_wire()
 
 
 def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
