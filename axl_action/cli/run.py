@@ -73,13 +73,38 @@ def _shard(raw: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f'expected i/n like 1/4, got "{raw}"') from None
 
 
-def _repeats(raw: str) -> int:
+def _repeats(raw: str) -> int | str:
+    from axl_action.evals.repeats import MAX_REPEATS
+
+    if raw.strip() == "auto":
+        return "auto"
+    try:
+        return values.whole_number(raw, low=1, high=MAX_REPEATS)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f'{err} or auto (got "{raw}"); 1 runs each item once, auto repeats only where a verdict is open'
+        ) from None
+
+
+def _max_repeats(raw: str) -> int:
     from axl_action.evals.repeats import MAX_REPEATS
 
     try:
         return values.whole_number(raw, low=1, high=MAX_REPEATS)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f'{err} (got "{raw}"); 1 runs each item once') from None
+        raise argparse.ArgumentTypeError(f'{err} (got "{raw}")') from None
+
+
+def _run_thresholds(raw: str) -> Any:
+    from axl_action.cli.flags import thresholds
+
+    value = thresholds(raw)
+    if value == "auto":
+        raise UsageError(
+            "--threshold auto is not available to run: it is measured from a baseline history",
+            hint="pass the thresholds themselves, e.g. --threshold 0.05 or --threshold accuracy=0.02",
+        )
+    return value
 
 
 def _scorer_names(raw: str) -> list[str]:
@@ -112,7 +137,28 @@ def build_parser() -> argparse.ArgumentParser:
         type=_repeats,
         metavar="N",
         help="run each item N times inside each run: its scores are the mean, item.repeats each "
-        "repeat (overrides the eval's repeats; docs/run-model.md)",
+        "repeat (overrides the eval's repeats; docs/run-model.md); auto: run each item once, then "
+        "repeat only the items that can still change a scorer's verdict against --baseline, up to "
+        "--max-repeats (docs/gates.md, Sequential repeats)",
+    )
+    parser.add_argument(
+        "--max-repeats",
+        type=_max_repeats,
+        metavar="N",
+        help="the cap of --repeats auto (default 5): at most N repeats per item, and N looks",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="with --repeats auto: the baseline results the verdicts are decided against (its runs "
+        "of the same dataset; without it every item runs --max-repeats times)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=_run_thresholds,
+        metavar="V",
+        help="with --repeats auto: the thresholds the verdicts use, as compare --threshold (default: "
+        "the baseline's defaults)",
     )
     parser.add_argument(
         "--concurrency",
@@ -201,6 +247,7 @@ def run(argv: list[str]) -> int:
     if args.resume and not args.output:
         raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
     output_file(args.output)
+    args.baseline_runs = _sequential_baseline(args)
     grace = grace_seconds(args.grace_period)
 
     from axl_action.evals.loader import expand_paths
@@ -255,6 +302,8 @@ def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
         pricing=args.pricing,
         max_item_error_rate=args.max_item_error_rate,
         repeats=args.repeats,
+        max_repeats=args.max_repeats,
+        baseline=args.baseline,
     )
     return JournalSession(
         Path(args.output),
@@ -343,7 +392,7 @@ def _run_one(
         overrides["budget"] = args.budget
     if args.max_item_error_rate is not None:
         overrides["fail_on_item_error_rate"] = args.max_item_error_rate
-    if args.repeats is not None:
+    if isinstance(args.repeats, int):
         overrides["repeats"] = args.repeats
     definition = replace(definition, **overrides)
     definition = apply_scorer_filter(definition, args.scorers)
@@ -351,8 +400,10 @@ def _run_one(
         uuid.uuid4()
     )
 
+    sequential = _sequential_plan(args, definition.dataset.name, label)
+
     def once(run_label: str, run_index: int) -> RunRecord:
-        plan = plan_run(definition, shard=args.shard)
+        plan = replace(plan_run(definition, shard=args.shard), sequential=sequential)
         started = None
         if session is not None:
             batch = args.runs > 1
@@ -452,6 +503,47 @@ def _run_one(
     for i, view in enumerate(views, start=1):
         gate_failed = _report(view, label, f"{label} run {i}/{args.runs}") or gate_failed
     return completed, partial or gate_failed
+
+
+def _sequential_baseline(args: argparse.Namespace) -> list[RunView]:
+    """The ``--baseline`` runs of ``--repeats auto`` (read once, as compare reads them)."""
+    auto = args.repeats == "auto"
+    for flag, value in (("--max-repeats", args.max_repeats), ("--baseline", args.baseline)):
+        if value is not None and not auto:
+            raise UsageError(
+                f"{flag} needs --repeats auto", hint="e.g. --repeats auto --baseline baseline.json"
+            )
+    if args.threshold is not None and not auto:
+        raise UsageError(
+            "--threshold needs --repeats auto", hint="compare takes --threshold for a comparison"
+        )
+    if not auto or args.baseline is None:
+        return []
+    from axl_action.schema import load_run_views
+
+    return list(load_run_views(args.baseline).runs)
+
+
+def _sequential_plan(args: argparse.Namespace, dataset: str, label: str) -> Any:
+    """``repeats: auto``'s plan for the eval of ``dataset``: the baseline's runs of that dataset."""
+    if args.repeats != "auto":
+        return None
+    from axl_action.evals.sequential import DEFAULT_MAX_REPEATS, SequentialPlan
+
+    runs = [run for run in args.baseline_runs if run.header.dataset == dataset]
+    cap = args.max_repeats or DEFAULT_MAX_REPEATS
+    if not runs:
+        why = (
+            "no --baseline was given"
+            if args.baseline is None
+            else f"{args.baseline} has no run of dataset {dataset!r}"
+        )
+        print(
+            f"[axl-eval] NOTE: {label}: --repeats auto has no baseline to decide against ({why}), "
+            f"so every item runs {cap} times.",
+            file=sys.stderr,
+        )
+    return SequentialPlan(baseline=runs, max_repeats=cap, thresholds=args.threshold)
 
 
 def _describe(err: Exception) -> str:

@@ -17,6 +17,19 @@ if TYPE_CHECKING:
 HEADER = "  Baseline  Candidate  Delta     Change"
 RULE = "  --------  ---------  --------  ------"
 CI_HEADER = "  CI 95%            Sig"
+"""The CI columns' header at the usual α = 0.05 (the reference's, byte for byte)."""
+
+
+def ci_header(alpha: float) -> str:
+    """:data:`CI_HEADER` for a comparison at level ``alpha`` (``repeats: auto`` compares at
+    α / K: ``CI 99%`` for K = 5), padded to the same columns."""
+    label = f"CI {format_level(alpha)}%"
+    return "  " + label.ljust(18) + "Sig"
+
+
+def format_level(alpha: float) -> str:
+    """``1 - alpha`` as a percentage: ``95``, ``99``, ``99.5``."""
+    return f"{(1 - alpha) * 100:.2f}".rstrip("0").rstrip(".")
 CI_RULE = "  ----------------  ---"
 
 
@@ -68,7 +81,7 @@ def format_compare(
         "",
         f"Compare: baseline ({comparison.baseline.id[:8]}) -> candidate ({comparison.candidate.id[:8]})",
         "",
-        "  " + pad_end("Scorer", width) + HEADER + (CI_HEADER if has_ci else ""),
+        "  " + pad_end("Scorer", width) + HEADER + (ci_header(comparison.alpha) if has_ci else ""),
         "  " + "-" * width + RULE + (CI_RULE if has_ci else ""),
     ]
     lines += [_row(name, comparison.scorers[name], width, has_ci) for name in names]

@@ -40,7 +40,7 @@ from axl_action.compare.significance import (
 from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve_threshold
 from axl_action.errors import CompareError
 from axl_action.formatting import plural
-from axl_action.schema import RunView, SampleCounts, as_views, round3, sample_counts
+from axl_action.schema import RunHeader, RunView, SampleCounts, as_views, round3, sample_counts
 from axl_action.schema.numbers import to_fixed
 from axl_action.schema.view import F64, Bools, Run, Side, header_of
 
@@ -276,6 +276,13 @@ def compare_results(baseline: Side, candidate: Side, options: CompareOptions | N
     return _compare(baseline, candidate, options)
 
 
+def _level(opts: CompareOptions, candidate: RunHeader) -> float:
+    """The comparison's α. A ``repeats: auto`` candidate spent its α over its looks, so it is
+    compared at the level of one look, as its rounds were (``evals/sequential.py``)."""
+    record = candidate.sequential
+    return min(opts.alpha, record.look_alpha) if record is not None else opts.alpha
+
+
 def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) -> Comparison:
     opts = options or CompareOptions()
     raw_b, raw_c = as_views(baseline), as_views(candidate)
@@ -287,12 +294,13 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
     thresholds = {n: resolve_threshold(n, opts.thresholds, b_ref.metadata) for n in names}
     types = b_ref.scorer_types
     seed = opts.seed if opts.seed is not None else random_seed()
+    alpha = _level(opts, c_ref)
 
     diffs = {n: _paired_diffs(trunc_b, trunc_c, n, alignment) for n in names}
     boots = bootstrap_many(
         {n: d for n, d in diffs.items() if len(d) >= 2},
         n_resamples=opts.resamples,
-        alpha=opts.alpha,
+        alpha=alpha,
         seed=seed,
         workers=opts.workers,
     )
@@ -333,11 +341,11 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
             scorer_type=raw_type if raw_type in ("llm", "deterministic") else "unknown",
             mean_difference=boot.mean if boot is not None else None,
             verdict=verdict(boot, n, t.value, bool(significant)),
-            mde=minimum_detectable_effect(diffs[name], opts.alpha),
+            mde=minimum_detectable_effect(diffs[name], alpha),
             p_value=p_value,
         )
     if opts.holm:
-        adjusted = holm(p_values, opts.alpha)
+        adjusted = holm(p_values, alpha)
         for name, (p_adj, rejected) in adjusted.items():
             s = scorers[name]
             s.holm_p_value = round(p_adj, 6)
@@ -360,7 +368,7 @@ def _compare(baseline: Side, candidate: Side, options: CompareOptions | None) ->
         summary=summarise(scorers, timing, cost, len(regressions), len(improvements)),
         seed=seed,
         resamples=opts.resamples,
-        alpha=opts.alpha,
+        alpha=alpha,
         holm=opts.holm,
         stable=max(0, raw_b[0].size - len(regressions) - len(improvements)),
         compatibility=check_compatibility(b_ref, c_ref, alignment, matched),

@@ -585,6 +585,8 @@ def check_flags(journal: Journal, flags: JournalFlags) -> None:
         ("runs", "--runs"),
         ("scorers", "--scorers"),
         ("repeats", "--repeats"),
+        ("max_repeats", "--max-repeats"),
+        ("baseline", "--baseline (the baseline's contents)"),
         ("pricing", "--pricing (the price table's contents)"),
     ):
         old, new = getattr(before, name), getattr(flags, name)
@@ -1375,9 +1377,11 @@ def flags_of(
     budget: str | None = None,
     pricing: str | None = None,
     max_item_error_rate: float | None = None,
-    repeats: int | None = None,
+    repeats: int | str | None = None,
+    max_repeats: int | None = None,
+    baseline: str | None = None,
 ) -> JournalFlags:
-    """:class:`JournalFlags` from parsed flags (``pricing`` is the file's path)."""
+    """:class:`JournalFlags` from parsed flags (``pricing`` and ``baseline`` are file paths)."""
     return JournalFlags(
         shard=f"{shard[0]}/{shard[1]}" if shard is not None else None,
         runs=runs,
@@ -1386,4 +1390,6 @@ def flags_of(
         pricing=file_digest(pricing),
         max_item_error_rate=max_item_error_rate,
         repeats=repeats,
+        max_repeats=max_repeats,
+        baseline=file_digest(baseline),
     )

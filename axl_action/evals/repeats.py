@@ -99,15 +99,23 @@ def repeat_record(item: Mapping[str, Any]) -> dict[str, Any]:
     return {key: item[key] for key in REPEAT_FIELDS if key in item}
 
 
-def combine_repeats(runs: Sequence[dict[str, Any]], scorer_names: Sequence[str]) -> dict[str, Any]:
-    """The one item of ``runs`` (the settled repeats of one item, in repeat order)."""
+def combine_repeats(
+    runs: Sequence[dict[str, Any]],
+    scorer_names: Sequence[str],
+    counted: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The one item of ``runs`` (the settled repeats of one item, in repeat order).
+
+    ``counted``: for ``repeats: auto`` (``evals/sequential.py``), how many leading repeats a
+    scorer's mean is over (the repeats up to the look that decided it); the others use all."""
     ran = [run for run in runs if run.get("outcome") in _RAN]
     if not ran:
         return runs[0]
     representative = next((run for run in ran if run.get("outcome") == "completed"), ran[0])
     item = dict(representative)
     if representative.get("outcome") == "completed":
-        item["scores"] = {name: _mean_score(runs, name) for name in scorer_names}
+        limit = counted or {}
+        item["scores"] = {name: _mean_score(runs[: limit.get(name)], name) for name in scorer_names}
         details = representative.get("scoreDetails")
         if isinstance(details, Mapping):
             item["scoreDetails"] = _mean_details(runs, details, item["scores"])

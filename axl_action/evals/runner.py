@@ -45,6 +45,7 @@ from axl_action.evals.scoring import (
     score_item,
     usable_cost,
 )
+from axl_action.evals.sequential import SequentialPlan, SequentialRounds, run_rounds
 from axl_action.evals.summary import build_metadata_rollups, model_timing
 from axl_action.providers.intercept import measure_model_calls, runtime_pricing, warn_unattributed
 from axl_action.redaction import redact, redact_deep
@@ -61,6 +62,7 @@ from axl_action.runtime.scope import (
 from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 from axl_action.schema.journal import RunFacts, ShardFacts
+from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import RunView, build_summary, item_columns, prepare_validators, wire_view
 
 ProgressCallback = Callable[[Mapping[str, Any]], None]
@@ -129,6 +131,9 @@ class RunPlan:
     """Every part of the result that does not come from the items (journalled as is)."""
     items: Sequence[Mapping[str, Any]]
     """The dataset items this run processes, in result order (after sharding)."""
+    sequential: SequentialPlan | None = None
+    """``repeats: auto``: the baseline and cap the rounds decide against (not journalled: the
+    caller builds it again on a resume; ``evals/sequential.py``)."""
     started: float = 0.0
     """When planning began (``time.perf_counter``): the run's ``duration`` counts from here, so
     loading the dataset is part of it, as in the reference (its clock starts before
@@ -312,6 +317,43 @@ def execute_run(
 
         count *= repeats
 
+    rounds: SequentialRounds | None = None
+    if plan.sequential is not None:
+        rounds = SequentialRounds(plan.sequential, [s.name for s in scorers])
+    width = concurrency if concurrency is not None else definition.concurrency
+
+    def run_round(repeat: int, active: Sequence[int]) -> None:
+        assert rounds is not None
+
+        def one(k: int) -> None:
+            index = active[k]
+            if cancel.is_set():
+                rounds.add(index, _cancelled_stub(items_in[index]))
+                return
+            results[index] = _IN_FLIGHT
+            part = in_repeat(
+                repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
+            )
+            rounds.add(index, part)
+
+        run_pool(len(active), width, one)
+
+    def interim_view() -> RunView:
+        assert rounds is not None
+        so_far = [restored[i] if i in restored else rounds.item(i) for i in range(len(items_in))]
+        return assemble_run(facts, so_far, fold_accounting(_accounting_of(so_far))).view
+
+    def run_sequential() -> None:
+        assert rounds is not None
+        run_rounds(
+            rounds,
+            todo,
+            run_round,
+            interim_view,
+            lambda index: settle(index, rounds.item(index)),
+            lambda: cancel.is_set() or (admission is not None and admission.closed),
+        )
+
     stray: list[Scope[Any]] = []
 
     def run_items() -> None:
@@ -325,7 +367,10 @@ def execute_run(
             unattributed=stray[0],
             cache=getattr(runtime, "cache", None),
         ):
-            run_pool(count, concurrency if concurrency is not None else definition.concurrency, task)
+            if rounds is None:
+                run_pool(count, width, task)
+            else:
+                run_sequential()
 
     try:
         run_scope = tracker(run_items, admission=admission, capture=refs)
@@ -366,6 +411,7 @@ def execute_run(
         pricing_version=_pricing_version(runtime) if priced else None,
         diagnostics=diagnostics,
         started=started,
+        sequential=rounds.record() if rounds is not None else None,
     )
     if on_progress is not None:
         on_progress(
@@ -384,6 +430,7 @@ def assemble_run(
     diagnostics: dict[str, Any] | None = None,
     duration: int | float = 0,
     started: float | None = None,
+    sequential: SequentialRecord | None = None,
 ) -> RunRecord:
     """A run's result from its facts, its items and its run-level accounting (``scope``,
     ``budget`` already set): the metadata roll-ups, ``callerReported``, the summary and the
@@ -407,6 +454,8 @@ def assemble_run(
         metadata["shard"] = facts.shard.to_wire()
     if facts.repeats > 1:
         metadata["repeats"] = facts.repeats
+    if sequential is not None:
+        metadata["sequential"] = sequential.to_wire()
 
     scorer_types = dict(facts.scorer_types)
     columns = item_columns(items, list(scorer_types))
@@ -433,6 +482,10 @@ def assemble_run(
     result["items"] = items
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
+
+
+def _accounting_of(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [a for item in items if isinstance(a := item.get("accounting"), Mapping)]
 
 
 def _known_cost(record: Mapping[str, Any]) -> float:

@@ -113,8 +113,12 @@ class JournalFlags(JournalModel):
     """``sha256:`` of the ``--pricing`` file's bytes, if one was given."""
     max_item_error_rate: float | None = None
     """``--max-item-error-rate``."""
-    repeats: int | None = None
-    """``--repeats N`` (``None``: the eval's own)."""
+    repeats: int | Literal["auto"] | None = None
+    """``--repeats N`` or ``auto`` (``None``: the eval's own)."""
+    max_repeats: int | None = None
+    """``--max-repeats`` of ``--repeats auto``."""
+    baseline: str | None = None
+    """``sha256:`` of the ``--baseline`` file of ``--repeats auto``, if one was given."""
 
 
 class JournalSegment(JournalModel):

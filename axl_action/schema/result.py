@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from axl_action.schema.accounting import Accounting, EvalAccounting
 from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireModel
@@ -340,6 +340,43 @@ class DiagnosticManifest(WireModel):
     """When the artifact expires."""
 
 
+class SequentialDecision(WireModel):
+    """When ``repeats: auto`` decided a scorer (``metadata.sequential.decided[name]``)."""
+
+    look: int = Field(ge=1)
+    """The look (= round) that decided it: its item means are over that many repeats at most."""
+    verdict: Literal["regressed", "improved", "unchanged"]
+    """The verdict that look reached."""
+
+
+class SequentialRecord(WireModel):
+    """``metadata.sequential``: how a ``repeats: auto`` run spent its repeats (an axl-action
+    extension a 0.24 reader ignores; ``evals/sequential.py`` has the rule)."""
+
+    method: Literal["bonferroni-looks"] = "bonferroni-looks"
+    """The error-spending rule: every look at ``lookAlpha`` = ``alpha`` / ``maxRepeats``."""
+    max_repeats: int = Field(ge=1)
+    """The cap on an item's repeats, and so on the looks."""
+    alpha: float = Field(gt=0, lt=1)
+    """The error rate spent over all looks."""
+    look_alpha: float = Field(gt=0, lt=1)
+    """The level of each look; ``compare`` uses it for this run's intervals."""
+    looks: int = Field(ge=0)
+    """Looks (rounds) taken."""
+    mean_repeats: float = Field(ge=0)
+    """Repeats per item on average."""
+    repeats_run: int = Field(ge=0)
+    """Repeats run in all (the calls ``repeats: maxRepeats`` would make: items x maxRepeats)."""
+    decided: dict[str, SequentialDecision] = Field(default_factory=dict)
+    """The scorers decided, by name."""
+    open: list[str] = Field(default_factory=list)
+    """The scorers still open when the rounds stopped (cap, budget, cancel)."""
+    baseline: bool = True
+    """Whether there was a baseline to compare with (without one every item runs the cap)."""
+    note: str | None = None
+    """Why the rounds ran without comparing, when they did."""
+
+
 class RunHeader(CompleteWireModel):
     """Everything of one eval run except its items: what a run view carries beside its columns.
 
@@ -367,6 +404,21 @@ class RunHeader(CompleteWireModel):
     """Whole-run milliseconds, scoring included."""
     summary: EvalSummary
     """Run summary."""
+
+    @field_validator("metadata")
+    @classmethod
+    def _known_extensions(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Our own extension keys are checked where the file is read, with the reader's path.
+        raw = value.get("sequential")
+        if raw is not None:
+            SequentialRecord.model_validate(raw)
+        return value
+
+    @property
+    def sequential(self) -> SequentialRecord | None:
+        """``metadata.sequential`` of a ``repeats: auto`` run (None for any other run)."""
+        raw = self.metadata.get("sequential")
+        return SequentialRecord.model_validate(raw) if raw is not None else None
 
     @property
     def is_legacy(self) -> bool:
