@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 HEADER = "  Baseline  Candidate  Delta     Change"
 RULE = "  --------  ---------  --------  ------"
 CI_HEADER = "  CI 95%            Sig"
+CI_RULE = "  ----------------  ---"
 """The CI columns' header at the usual α = 0.05 (the reference's, byte for byte)."""
 
 
@@ -30,7 +31,6 @@ def ci_header(alpha: float) -> str:
 def format_level(alpha: float) -> str:
     """``1 - alpha`` as a percentage: ``95``, ``99``, ``99.5``."""
     return f"{(1 - alpha) * 100:.2f}".rstrip("0").rstrip(".")
-CI_RULE = "  ----------------  ---"
 
 
 def _bound(x: float | None) -> str:
