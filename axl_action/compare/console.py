@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 HEADER = "  Baseline  Candidate  Delta     Change"
 RULE = "  --------  ---------  --------  ------"
 CI_HEADER = "  CI 95%            Sig"
-CI_RULE = "  ----------------  ---"
 """The CI columns' header at the usual α = 0.05 (the reference's, byte for byte)."""
+CI_RULE = "  ----------------  ---"
 
 
 def ci_header(alpha: float) -> str:
