@@ -153,6 +153,16 @@ def whole_number(text: str, *, low: int = 1, high: int | None = None) -> int:
     return int(body)
 
 
+def repeats(text: str, *, high: int) -> int | Literal["auto"]:
+    """``repeats``: a whole number from 1 to ``high``, or ``auto`` (sequential repeats)."""
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        return whole_number(text, high=high)
+    except ValueError:
+        raise ValueError(f"must be a whole number from 1 to {high} or auto") from None
+
+
 def shard(text: str) -> tuple[int, int]:
     """``index/total``, 1-based: ``2/4`` is the second of four shards."""
     match = _SHARD_RE.fullmatch(text.strip())

@@ -128,17 +128,28 @@ def locate_baseline(
     )
 
 
+def _results_name(files: dict[str, bytes]) -> str | None:
+    """Which file of a baseline artifact is its results file (None: none, or several)."""
+    if RESULTS_NAME in files:
+        return RESULTS_NAME
+    jsons = [n for n in files if n.endswith(".json")]
+    return jsons[0] if len(jsons) == 1 else None
+
+
+def baseline_results_bytes(lookup: BaselineLookup) -> bytes | None:
+    """The results file of the baseline ``lookup`` found, as downloaded (None without one)."""
+    name = _results_name(lookup.files) if lookup.results is not None else None
+    return lookup.files[name] if name is not None else None
+
+
 def _read_results(files: dict[str, bytes], choice: BaselineChoice) -> ResultFile:
     where = f"artifact {choice.artifact_name!r} ({choice.artifact_id})"
-    name = RESULTS_NAME if RESULTS_NAME in files else None
+    name = _results_name(files)
     if name is None:
-        jsons = [n for n in files if n.endswith(".json")]
-        if len(jsons) != 1:
-            raise ArtifactError(
-                f"{where} holds no {RESULTS_NAME} (found: {', '.join(sorted(files)) or 'nothing'})",
-                hint="a baseline artifact holds the results file uploaded by this action on the baseline branch",
-            )
-        name = jsons[0]
+        raise ArtifactError(
+            f"{where} holds no {RESULTS_NAME} (found: {', '.join(sorted(files)) or 'nothing'})",
+            hint="a baseline artifact holds the results file uploaded by this action on the baseline branch",
+        )
     try:
         text = files[name].decode("utf-8")
     except UnicodeDecodeError:

@@ -68,6 +68,8 @@ def runner_flags(settings: ActionSettings) -> tuple[str, ...]:
         flags += ["--runs", str(settings.runs)]
     if settings.repeats is not None:
         flags += ["--repeats", str(settings.repeats)]
+    if settings.max_repeats is not None:
+        flags += ["--max-repeats", str(settings.max_repeats)]
     if settings.budget is not None:
         flags += ["--budget", settings.budget]
     if settings.concurrency is not None:

@@ -60,6 +60,7 @@ from axl_action.action.relay import (
     verify_target,
 )
 from axl_action.action.resume import JOURNAL_FILE, describe, fetch_journal, journal_artifact_name
+from axl_action.action.sequential_step import sequential_flags
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
 from axl_action.evals.journal import journal_path
@@ -270,13 +271,24 @@ def baseline_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionO
 
 
 def compare_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
-    """``compare``: run, compare with the baseline, comment on the PR (if any), gate."""
+    """``compare``: run, compare with the baseline, comment on the PR (if any), gate.
+
+    Under ``repeats: auto`` the baseline is found first: the runner's rounds decide against it
+    (``action/sequential_step.py``)."""
     steps = _Steps(job.commands)
-    produced = _produce(job, run_evals, env, steps)
+    found: tuple[BaselineLookup, BaselineHistory] | None = None
+    extra: tuple[str, ...] = ()
+    if job.settings.repeats == "auto":
+        lookup = _find_baseline(job)
+        found = (lookup, _baseline_history(job, lookup))
+        extra = sequential_flags(job.settings, *found, job.scratch)
+    produced = _produce(job, run_evals, env, steps, extra=extra)
     if isinstance(produced, ActionOutcome):
         return produced
-    lookup = _find_baseline(job)
-    return _gate_and_publish(job, produced, lookup, steps, history=_baseline_history(job, lookup))
+    if found is None:
+        lookup = _find_baseline(job)
+        found = (lookup, _baseline_history(job, lookup))
+    return _gate_and_publish(job, produced, found[0], steps, history=found[1])
 
 
 def shard_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
@@ -441,8 +453,11 @@ class _Produced:
     """The ``results-path`` output ("" when the copy could not be written)."""
 
 
-def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) -> _Produced | ActionOutcome:
-    """Run the evals and read the results; without results, publish the error and stop.
+def _produce(
+    job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps, *, extra: tuple[str, ...] = ()
+) -> _Produced | ActionOutcome:
+    """Run the evals (``extra``: more runner flags) and read the results; without results,
+    publish the error and stop.
 
     A re-run attempt first fetches the journal an earlier attempt left and resumes from it;
     a run that leaves a journal uploads it before anything else (``action.resume``).
@@ -450,6 +465,7 @@ def _produce(job: Job, run_evals: RunEvals, env: dict[str, str], steps: _Steps) 
     request = build_request(
         job.settings, workdir=job.workdir, output=job.scratch / "results" / RESULTS_NAME, env=env
     )
+    request = dataclasses.replace(request, flags=(*request.flags, *extra))
     journal = journal_path(request.output)
     resumed = _fetch_journal(job, journal) if request.source == "evals" else None
     if resumed is not None:

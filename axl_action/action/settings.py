@@ -91,8 +91,12 @@ class ActionSettings(BaseModel):
     runs: int = 1
     """How many times to run each eval (``--runs``)."""
 
-    repeats: int | None = None
-    """How many times each item runs inside a run (``--repeats``); None keeps each eval's own."""
+    repeats: int | Literal["auto"] | None = None
+    """How many times each item runs inside a run (``--repeats``); None keeps each eval's own;
+    ``auto`` repeats only where a scorer's verdict against the baseline is open."""
+
+    max_repeats: int | None = None
+    """The cap of ``repeats: auto`` (``--max-repeats``; None: 5)."""
 
     concurrency: int | None = None
     """Items run at the same time (``--concurrency``); None keeps the eval's own setting."""
@@ -221,10 +225,16 @@ def _positive_int(text: str) -> int:
     return values.whole_number(text, low=1)
 
 
-def _repeats(text: str) -> int:
+def _repeats(text: str) -> int | Literal["auto"]:
     from axl_action.evals.repeats import MAX_REPEATS
 
-    return values.whole_number(text, low=1, high=MAX_REPEATS)
+    return values.repeats(text, high=MAX_REPEATS)
+
+
+def _max_repeats(text: str) -> int:
+    from axl_action.evals.repeats import MAX_REPEATS
+
+    return values.whole_number(text, high=MAX_REPEATS)
 
 
 def _rate(text: str) -> float:
@@ -316,6 +326,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "budget": _budget,
     "runs": _positive_int,
     "repeats": _repeats,
+    "max-repeats": _max_repeats,
     "concurrency": _positive_int,
     "shard": _shard,
     "threshold": values.threshold,
@@ -365,6 +376,14 @@ def _check_sources(values: Mapping[str, Any]) -> None:
         raise ActionInputError("evals", "set evals (eval files), command or results to say what to run")
     if values.get("shard") and "results" in given:
         raise ActionInputError("shard", "only works with evals; a results file is already complete")
+    if values.get("max_repeats") is not None and values.get("repeats") != "auto":
+        raise ActionInputError(
+            "max-repeats", "only works with repeats: auto; set repeats to auto or remove it"
+        )
+    if values.get("repeats") == "auto" and given and given[0] != "evals":
+        raise ActionInputError(
+            "repeats", "auto only works with evals: the action runs them against the baseline it found"
+        )
 
 
 def _clip(text: str, limit: int = 80) -> str:

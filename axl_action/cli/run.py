@@ -76,13 +76,11 @@ def _shard(raw: str) -> tuple[int, int]:
 def _repeats(raw: str) -> int | str:
     from axl_action.evals.repeats import MAX_REPEATS
 
-    if raw.strip() == "auto":
-        return "auto"
     try:
-        return values.whole_number(raw, low=1, high=MAX_REPEATS)
+        return values.repeats(raw, high=MAX_REPEATS)
     except ValueError as err:
         raise argparse.ArgumentTypeError(
-            f'{err} or auto (got "{raw}"); 1 runs each item once, auto repeats only where a verdict is open'
+            f'{err} (got "{raw}"); 1 runs each item once, auto repeats only where a verdict is open'
         ) from None
 
 
@@ -440,6 +438,11 @@ def _run_one(
             on_abandoned=functools.partial(interrupt.abandoned, result_id),
         )
         stamp_resumed(record.wire, resumed)
+        if record.view.header.sequential is not None:
+            from axl_action.compare.gates import describe_sequential
+
+            said = describe_sequential(record.view.header.sequential)
+            print(f"[axl-eval] {run_label}: repeats auto: {said}.", file=sys.stderr)
         if cache is not None:
             # Compare tells a cached run from a live one by this (docs/cache.md).
             record.wire["metadata"]["cache"] = {"mode": cache.mode}

@@ -27,6 +27,7 @@ from axl_action.schema import (
     read_accounting,
 )
 from axl_action.schema.numbers import to_fixed
+from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import DEFAULT_PASS_SCORE, PassCounts, Run, RunView, Side, pass_counts
 
 
@@ -554,6 +555,17 @@ def describe_pass(name: str, counts: PassCounts) -> str:
     rate = counts.rate
     shown = f"{to_fixed(rate * 100, 1)}%" if rate is not None else "—"
     return f"{name} {shown} ({counts.passed}/{counts.tried})"
+
+
+def describe_sequential(record: SequentialRecord) -> str:
+    """How a ``repeats: auto`` run spent its repeats, as the CLI and the reports say it:
+    ``decided after 1.4 repeats per item on average (cap 5)``."""
+    mean = f"{to_fixed(record.mean_repeats, 1)} repeats per item on average (cap {record.max_repeats})"
+    if not record.baseline:
+        return f"{mean}: repeats auto had no baseline to decide against"
+    if record.open:
+        return f"{mean}; still open at the cap: {', '.join(record.open)}"
+    return f"decided after {mean}"
 
 
 def pooled_pass_counts(

@@ -14,7 +14,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from axl_action.compare.gates import describe_pass, nothing_scored, pooled_pass_counts, unscored_note
+from axl_action.compare.console import format_level
+from axl_action.compare.gates import (
+    describe_pass,
+    describe_sequential,
+    nothing_scored,
+    pooled_pass_counts,
+    unscored_note,
+)
 from axl_action.compare.models import Comparison, GateReport, ItemChange
 from axl_action.formatting import (
     format_budget_line,
@@ -269,10 +276,14 @@ def _repeats_line(view: RunView, runs: Sequence[EvalResult]) -> str | None:
     if not view.items.repeats:
         return None
     views = [view, *(run_view(run) for run in runs[1:])]
-    most = max(len(r) for r in view.items.repeats.values())
+    record = view.header.sequential
+    if record is not None:
+        head = describe_sequential(record)
+    else:
+        head = f"{max(len(r) for r in view.items.repeats.values())} per item"
     names = list(view.header.scorer_names)
     shown = ", ".join(describe_pass(name, pooled_pass_counts(views, name)) for name in names)
-    return f"{most} per item; tries passed (score >= {DEFAULT_PASS_SCORE:g}): {shown}"
+    return f"{head}; tries passed (score >= {DEFAULT_PASS_SCORE:g}): {shown}"
 
 
 def _build(
@@ -383,6 +394,7 @@ def _build(
         budget_line=_strip(format_budget_line(acc), "Budget:"),
         coverage_line=coverage_line,
         repeats_line=repeats_line,
+        ci_label=f"{format_level(comparison.alpha)}% CI" if comparison is not None else "95% CI",
         failure_causes=causes,
         timing=timing,
         model_timing=_model_timing(cand),

@@ -343,6 +343,9 @@ class ReportContext(_Model):
     repeats_line: str | None = None
     """``5 per item; tries passed (score >= 0.5): accuracy 90.0% (18/20)`` when the candidate
     ran its items ``repeats: N`` times."""
+    ci_label: str = "95% CI"
+    """The interval column's name: ``99% CI`` when a ``repeats: auto`` candidate was compared at
+    the level of one look (``evals/sequential.py``)."""
     coverage_line: str | None = None
     """``Items: 94 completed, 6 failed — item error rate 6% (limit 10%)``."""
     failure_causes: str | None = None
