@@ -89,6 +89,7 @@ class SequentialRounds:
     note: str | None = None
     """Why the rounds could not compare with the baseline, when they could not."""
     _eligible: dict[str, Bools] | None = None
+    _folded: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
 
     def add(self, index: int, part: dict[str, Any]) -> None:
         """Keep one repeat of item ``index`` (called once per item per round, rounds in order)."""
@@ -96,10 +97,17 @@ class SequentialRounds:
 
     def item(self, index: int) -> dict[str, Any]:
         """Item ``index`` folded from its repeats so far, each decided scorer's mean frozen at
-        the look that decided it."""
+        the look that decided it. Folded again only when that changes: every look reads every
+        item, and only the items that ran again did."""
         runs = self.parts[index]
         counted = {name: min(len(runs), d.look) for name, d in self.decisions.items()}
-        return combine_repeats(runs, self.scorer_names, counted)
+        key = (len(runs), tuple(counted.items()))
+        kept = self._folded.get(index)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        item = combine_repeats(runs, self.scorer_names, counted)
+        self._folded[index] = (key, item)
+        return item
 
     @property
     def open_names(self) -> list[str]:
