@@ -78,6 +78,8 @@ from axl_action.schema.result import (
     ScorerDetail,
     ScorerOutcome,
     ScorerStats,
+    SequentialDecision,
+    SequentialRecord,
     Stats,
 )
 from axl_action.schema.view import (
@@ -148,6 +150,8 @@ __all__ = [
     "ScorerDetail",
     "ScorerOutcome",
     "ScorerStats",
+    "SequentialDecision",
+    "SequentialRecord",
     "Stats",
     "Tolerance",
     "Usage",

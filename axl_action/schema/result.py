@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from axl_action.schema.accounting import Accounting, EvalAccounting
 from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireModel
@@ -411,7 +418,12 @@ class RunHeader(CompleteWireModel):
         # Our own extension keys are checked where the file is read, with the reader's path.
         raw = value.get("sequential")
         if raw is not None:
-            SequentialRecord.model_validate(raw)
+            try:
+                SequentialRecord.model_validate(raw)
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(part) for part in ("sequential", *first["loc"]))
+                raise ValueError(f"{where}: {first['msg']}") from None
         return value
 
     @property
