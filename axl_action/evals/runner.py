@@ -298,7 +298,14 @@ def execute_run(
         def task(k: int) -> None:
             process(todo[k])
 
+    rounds: SequentialRounds | None = None
     repeats = facts.repeats
+    if plan.sequential is not None:
+        rounds = SequentialRounds(plan.sequential, [s.name for s in scorers])
+        if not plan.sequential.baseline:
+            # Nothing to decide against: every item runs the cap, item by item as a fixed count
+            # does, so each is journalled as soon as its last repeat settles.
+            repeats = plan.sequential.max_repeats
     if repeats > 1:
         # Item-major (task k is repeat k % repeats of item todo[k // repeats]), so an item's
         # repeats run side by side and it settles as soon as its last one does.
@@ -317,9 +324,6 @@ def execute_run(
 
         count *= repeats
 
-    rounds: SequentialRounds | None = None
-    if plan.sequential is not None:
-        rounds = SequentialRounds(plan.sequential, [s.name for s in scorers])
     width = concurrency if concurrency is not None else definition.concurrency
 
     def run_round(repeat: int, active: Sequence[int]) -> None:
@@ -335,6 +339,11 @@ def execute_run(
                 repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
             )
             rounds.add(index, part)
+            if repeat == 0 and rounds.final_after_first(index):
+                # The baseline shows it steady for every scorer: it will not run again, so it
+                # is journalled now rather than after the look.
+                rounds.settled.add(index)
+                settle(index, rounds.item(index))
 
         run_pool(len(active), width, one)
 
@@ -345,6 +354,8 @@ def execute_run(
 
     def run_sequential() -> None:
         assert rounds is not None
+        planned = [_cancelled_stub(raw) for raw in items_in]
+        rounds.prepare(assemble_run(facts, planned, fold_accounting(_accounting_of(planned))).view)
         run_rounds(
             rounds,
             todo,
@@ -367,7 +378,7 @@ def execute_run(
             unattributed=stray[0],
             cache=getattr(runtime, "cache", None),
         ):
-            if rounds is None:
+            if rounds is None or repeats > 1:
                 run_pool(count, width, task)
             else:
                 run_sequential()
@@ -411,7 +422,7 @@ def execute_run(
         pricing_version=_pricing_version(runtime) if priced else None,
         diagnostics=diagnostics,
         started=started,
-        sequential=rounds.record() if rounds is not None else None,
+        sequential=rounds.record(items) if rounds is not None else None,
     )
     if on_progress is not None:
         on_progress(

@@ -90,6 +90,8 @@ class SequentialRounds:
     """Why the rounds could not compare with the baseline, when they could not."""
     _eligible: dict[str, Bools] | None = None
     _folded: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    settled: set[int] = field(default_factory=set)
+    """Items already settled (journalled) before the rounds end."""
 
     def add(self, index: int, part: dict[str, Any]) -> None:
         """Keep one repeat of item ``index`` (called once per item per round, rounds in order)."""
@@ -147,14 +149,25 @@ class SequentialRounds:
             mask |= column if column is not None else True
         return [index for index in candidates if mask[index]]
 
-    def _eligible_items(self, interim: RunView) -> dict[str, Bools] | None:
+    def prepare(self, planned: RunView) -> None:
+        """Read which items the baseline shows noisy, from a view of the items to run (their
+        inputs are all the pairing needs), before round 1 starts."""
+        self._eligible_items(planned)
+
+    def final_after_first(self, index: int) -> bool:
+        """Whether item ``index`` can never run again: the baseline shows it steady for every
+        scorer. (False when the baseline cannot tell.)"""
+        eligible = self._eligible
+        return eligible is not None and not any(bool(column[index]) for column in eligible.values())
+
+    def _eligible_items(self, view: RunView) -> dict[str, Bools] | None:
         if self._eligible is None and self.plan.baseline and self.note is None:
-            self._eligible = varied_in_baseline(self.plan.baseline, interim, self.scorer_names)
+            self._eligible = varied_in_baseline(self.plan.baseline, view, self.scorer_names)
         return self._eligible
 
-    def record(self) -> SequentialRecord:
-        """``metadata.sequential`` of the finished run."""
-        counts = [len(runs) for runs in self.parts.values()]
+    def record(self, items: Sequence[Mapping[str, Any]]) -> SequentialRecord:
+        """``metadata.sequential`` of the finished run whose items are ``items``."""
+        counts = [len(runs) if isinstance(runs := item.get("repeats"), list) else 0 for item in items]
         extra = {"note": self.note} if self.note is not None else {}
         return SequentialRecord(
             method="bonferroni-looks",
@@ -235,6 +248,6 @@ def run_rounds(
         following = [] if stop() else rounds.next_round(active, view)
         keep = set(following)
         for index in active:
-            if index not in keep:
+            if index not in keep and index not in rounds.settled:
                 settle(index)
         active = following

@@ -681,3 +681,27 @@ def test_repeats_crash_then_resume_runs_only_the_unsettled_items_repeats(tmp_pat
     data = json.loads(out.read_text())
     assert data["metadata"]["repeats"] == 3
     assert all(len(item["repeats"]) == 3 for item in data["items"])
+
+
+def test_repeats_auto_journals_steady_items_in_round_one_and_checks_its_flags(tmp_path: Path) -> None:
+    """``--repeats auto``: an item the baseline shows steady will not run again, so it is
+    journalled as soon as its first repeat settles, and a crash in round 1 loses none of them."""
+    out, calls, env = _counted(tmp_path, ITEMS="20")
+    base = tmp_path / "base.json"
+    made = _axl(["counted_eval.py", "--output", str(base), "--quiet", "--repeats", "2"], env, tmp_path)
+    assert made.returncode == 0, made.stderr
+    calls.unlink()
+    auto = ["counted_eval.py", "--output", str(out), "--quiet", "--repeats", "auto", "--baseline", str(base)]
+    crashed = _axl(auto, {**env, "CRASH_AT": "10"}, tmp_path)
+    assert crashed.returncode == -signal.SIGKILL
+    journal = read_journal(tmp_path / "results.json.journal.jsonl")
+    assert sorted(journal.segments[0].items) == list(range(10))
+    other = _axl([*auto, "--max-repeats", "3", "--resume"], env, tmp_path)
+    assert other.returncode == 1 and "--max-repeats differs since it was written (none -> 3)" in other.stderr
+    resumed = _axl([*auto, "--resume"], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    counts = _calls(calls)
+    assert {n: counts[n] for n in range(10)} == dict.fromkeys(range(10), 1)
+    assert counts[10] == 2 and all(counts[n] == 1 for n in range(11, 20))
+    result = json.loads(out.read_text())
+    assert result["metadata"]["sequential"]["decided"] == {"div3": {"look": 1, "verdict": "unchanged"}}

@@ -111,7 +111,7 @@ def simulate(seed: int, w: Workload, *, fixed: bool = False) -> tuple[str, str |
         lambda i: settled.__setitem__(i, rounds.item(i)),
         lambda: False,
     )
-    record = rounds.record()
+    record = rounds.record([settled[i] for i in range(ITEMS)])
     auto = _view(facts, [settled[i] for i in range(ITEMS)], sequential=record)
     auto_verdict = compare_results([baseline], auto, options).scorers["judge"].verdict
     fixed_verdict = None
