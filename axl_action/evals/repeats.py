@@ -94,6 +94,15 @@ def validate_repeats(value: object, where: str) -> int:
     return value
 
 
+def repeats_ran(item: Mapping[str, Any]) -> int:
+    """How many repeats of ``item`` ran: its ``repeats`` list's length, else 1 when the item
+    itself ran (an item run once has no list) and 0 for a stub."""
+    runs = item.get("repeats")
+    if isinstance(runs, list):
+        return len(runs)
+    return 1 if item.get("outcome") in _RAN else 0
+
+
 def repeat_record(item: Mapping[str, Any]) -> dict[str, Any]:
     """One repeat as ``item.repeats[i]`` keeps it."""
     return {key: item[key] for key in REPEAT_FIELDS if key in item}
@@ -122,7 +131,11 @@ def combine_repeats(
     durations = [run["duration"] for run in ran if isinstance(run.get("duration"), int | float)]
     if durations:
         item["duration"] = round(sum(durations) / len(durations))
-    accounting = fold_accounting(run["accounting"] for run in runs)
+    # One repeat's record is its own fold (the runner wrote it; folding re-validates it, which
+    # was most of a single-repeat item's cost under repeats: auto).
+    accounting = (
+        dict(runs[0]["accounting"]) if len(runs) == 1 else fold_accounting(r["accounting"] for r in runs)
+    )
     accounting.pop("scope", None)
     attach_accounting(item, accounting)
     item["repeats"] = [repeat_record(run) for run in runs]
@@ -172,5 +185,6 @@ __all__ = [
     "combine_repeats",
     "in_repeat",
     "repeat_record",
+    "repeats_ran",
     "validate_repeats",
 ]

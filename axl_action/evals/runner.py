@@ -348,14 +348,16 @@ def execute_run(
         run_pool(len(active), width, one)
 
     def interim_view() -> RunView:
+        # What a look compares: the items so far. Its accounting is left empty (the looks read
+        # scores; folding every item's spend each look cost more than the comparison).
         assert rounds is not None
         so_far = [restored[i] if i in restored else rounds.item(i) for i in range(len(items_in))]
-        return assemble_run(facts, so_far, fold_accounting(_accounting_of(so_far))).view
+        return assemble_run(facts, so_far, empty_accounting_wire()).view
 
     def run_sequential() -> None:
         assert rounds is not None
-        planned = [_cancelled_stub(raw) for raw in items_in]
-        rounds.prepare(assemble_run(facts, planned, fold_accounting(_accounting_of(planned))).view)
+        # Pairing with the baseline reads only the inputs.
+        rounds.prepare(item_columns([{"input": raw["input"]} for raw in items_in], list(facts.scorer_types)))
         run_rounds(
             rounds,
             todo,
@@ -493,10 +495,6 @@ def assemble_run(
     result["items"] = items
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
-
-
-def _accounting_of(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [a for item in items if isinstance(a := item.get("accounting"), Mapping)]
 
 
 def _known_cost(record: Mapping[str, Any]) -> float:

@@ -45,9 +45,9 @@ from axl_action.compare.engine import CompareOptions, compare_results
 from axl_action.compare.models import Verdict
 from axl_action.compare.thresholds import Thresholds
 from axl_action.errors import AxlError
-from axl_action.evals.repeats import combine_repeats
+from axl_action.evals.repeats import combine_repeats, repeats_ran
 from axl_action.schema.result import SequentialDecision, SequentialRecord
-from axl_action.schema.view import Bools, RunView
+from axl_action.schema.view import F64, Bools, ItemColumns, RunView
 
 DEFAULT_MAX_REPEATS = 5
 """``max-repeats`` when not given: the cap of ``repeats: auto``."""
@@ -102,6 +102,10 @@ class SequentialRounds:
         the look that decided it. Folded again only when that changes: every look reads every
         item, and only the items that ran again did."""
         runs = self.parts[index]
+        if len(runs) == 1:
+            # An item that ran once is that run, as without repeats (no ``repeats`` list: the
+            # pass rate counts the item itself as its one try).
+            return runs[0]
         counted = {name: min(len(runs), d.look) for name, d in self.decisions.items()}
         key = (len(runs), tuple(counted.items()))
         kept = self._folded.get(index)
@@ -140,7 +144,7 @@ class SequentialRounds:
         open_names = self.open_names
         if not open_names or self.looks >= self.plan.max_repeats:
             return []
-        eligible = self._eligible_items(interim)
+        eligible = self._eligible_items(interim.items)
         if eligible is None:
             return list(candidates)
         mask = np.zeros(interim.size, dtype=np.bool_)
@@ -149,9 +153,9 @@ class SequentialRounds:
             mask |= column if column is not None else True
         return [index for index in candidates if mask[index]]
 
-    def prepare(self, planned: RunView) -> None:
-        """Read which items the baseline shows noisy, from a view of the items to run (their
-        inputs are all the pairing needs), before round 1 starts."""
+    def prepare(self, planned: ItemColumns) -> None:
+        """Read which items the baseline shows noisy, from the columns of the items to run
+        (their inputs are all the pairing reads), before round 1 starts."""
         self._eligible_items(planned)
 
     def final_after_first(self, index: int) -> bool:
@@ -160,14 +164,14 @@ class SequentialRounds:
         eligible = self._eligible
         return eligible is not None and not any(bool(column[index]) for column in eligible.values())
 
-    def _eligible_items(self, view: RunView) -> dict[str, Bools] | None:
+    def _eligible_items(self, items: ItemColumns) -> dict[str, Bools] | None:
         if self._eligible is None and self.plan.baseline and self.note is None:
-            self._eligible = varied_in_baseline(self.plan.baseline, view, self.scorer_names)
+            self._eligible = varied_in_baseline(self.plan.baseline, items, self.scorer_names)
         return self._eligible
 
     def record(self, items: Sequence[Mapping[str, Any]]) -> SequentialRecord:
         """``metadata.sequential`` of the finished run whose items are ``items``."""
-        counts = [len(runs) if isinstance(runs := item.get("repeats"), list) else 0 for item in items]
+        counts = [repeats_ran(item) for item in items]
         extra = {"note": self.note} if self.note is not None else {}
         return SequentialRecord(
             method="bonferroni-looks",
@@ -185,7 +189,7 @@ class SequentialRounds:
 
 
 def varied_in_baseline(
-    baseline: Sequence[RunView], candidate: RunView, names: Sequence[str]
+    baseline: Sequence[RunView], items: ItemColumns, names: Sequence[str]
 ) -> dict[str, Bools] | None:
     """Per scorer, which candidate items pair with a baseline item whose scores for it varied
     (across the baseline's repeats of the item, or across its runs). ``None`` when the baseline
@@ -193,37 +197,52 @@ def varied_in_baseline(
     no baseline partner are marked noisy: nothing is known of them."""
     if len(baseline) == 1 and not baseline[0].items.repeats:
         return None
+    # compare's own pairing, which reads only the candidate's items (so its header is moot).
+    candidate = RunView(header=baseline[0].header, items=items)
     alignment = align(list(baseline), [candidate])
     b_index, c_index = alignment.pairs(baseline[0].size, candidate.size)
+    size = baseline[0].size
+    low = {name: np.full(size, np.inf) for name in names}
+    high = {name: np.full(size, -np.inf) for name in names}
+    for run in baseline:
+        _extend_range(run, names, size, low, high)
     out: dict[str, Bools] = {}
     for name in names:
         varied = np.ones(candidate.size, dtype=np.bool_)
-        varied[c_index] = [_varied(baseline, name, int(b)) for b in b_index]
+        varied[c_index] = high[name][b_index] > low[name][b_index]
         out[name] = varied
     return out
 
 
-def _varied(runs: Sequence[RunView], name: str, index: int) -> bool:
-    seen: set[float] = set()
-    for run in runs:
-        if index >= run.size:
+def _extend_range(
+    run: RunView, names: Sequence[str], size: int, low: dict[str, F64], high: dict[str, F64]
+) -> None:
+    """Widen each item's [low, high] score range by ``run``: its repeats' scores where it has
+    repeats (its own ``scores`` are their mean), else its score."""
+    n = min(size, run.size)
+    plain = np.ones(n, dtype=np.bool_)
+    for index in run.items.repeats:
+        if index < n:
+            plain[index] = False
+    for name in names:
+        score = run.items.column(name).score[:n]
+        ok = plain & ~np.isnan(score)
+        low[name][:n] = np.where(ok, np.minimum(low[name][:n], score), low[name][:n])
+        high[name][:n] = np.where(ok, np.maximum(high[name][:n], score), high[name][:n])
+    for index, tries in run.items.repeats.items():
+        if index >= n:
             continue
-        tries = run.items.repeats.get(index)
-        if tries is None:
-            score = float(run.items.column(name).score[index])
-            values = [] if np.isnan(score) else [score]
-        else:
-            values = [v for t in tries if (v := _score_of(t, name)) is not None]
-        seen.update(values)
-        if len(seen) > 1:
-            return True
-    return False
-
-
-def _score_of(repeat: Mapping[str, Any], name: str) -> float | None:
-    scores = repeat.get("scores")
-    value = scores.get(name) if isinstance(scores, Mapping) else None
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        for attempt in tries:
+            scores = attempt.get("scores")
+            if not isinstance(scores, Mapping):
+                continue
+            for name in names:
+                value = scores.get(name)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    if value < low[name][index]:
+                        low[name][index] = value
+                    if value > high[name][index]:
+                        high[name][index] = value
 
 
 def run_rounds(

@@ -9,6 +9,7 @@ are ``array`` columns that pickle as bytes and become numpy arrays without a cop
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -160,7 +161,7 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
             scorer_errors[i] = messages
         runs = get("repeats")
         if runs is not None:
-            repeats[i] = _checked_repeats(runs, i, names)
+            repeats[i] = _repeat_list(runs, i)
         scores = get("scores") or _EMPTY
         details = get("scoreDetails") or _EMPTY
         if type(scores) is not dict or type(details) is not dict:
@@ -194,6 +195,8 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
             if not error:
                 # §0.3's first rule is decided here: it is every scored legacy item's case.
                 sample_col[i] = SCORED if score is not None else _unscored_bucket(detail)
+    if repeats:
+        _check_repeats(repeats, names)
     return ItemFacts(
         inputs=inputs,
         errors=errors,
@@ -212,15 +215,32 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:
     )
 
 
-def _checked_repeats(runs: Any, i: int, names: Sequence[str]) -> list[Mapping[str, Any]]:
-    """``items[i].repeats``, checked: a list of objects, each an item by the same rules."""
+def _repeat_list(runs: Any, i: int) -> list[Mapping[str, Any]]:
+    """``items[i].repeats``, if it is a list of objects (each is checked by :func:`_check_repeats`)."""
     if type(runs) is not list or not all(isinstance(run, Mapping) for run in runs):
         raise ItemShapeError(f"items[{i}].repeats: expected a list of objects, got {_shown(runs)}")
-    try:
-        item_facts(runs, names)
-    except ItemShapeError as err:
-        raise ItemShapeError(str(err).replace("items[", f"items[{i}].repeats[", 1)) from None
     return runs
+
+
+_ITEM_PATH = re.compile(r"items\[(\d+)\]")
+
+
+def _check_repeats(repeats: Mapping[int, list[Mapping[str, Any]]], names: Sequence[str]) -> None:
+    """Every repeat checked as an item by the same rules, in one pass over all of them (one
+    call per item cost more than the item pass itself); a problem names its path,
+    ``items[3].repeats[1].scores.s``."""
+    where = [(i, r) for i, runs in repeats.items() for r in range(len(runs))]
+    try:
+        item_facts([run for runs in repeats.values() for run in runs], names)
+    except ItemShapeError as err:
+        message = str(err)
+        found = _ITEM_PATH.search(message)
+        if found is None:
+            raise
+        i, r = where[int(found.group(1))]
+        raise ItemShapeError(
+            message[: found.start()] + f"items[{i}].repeats[{r}]" + message[found.end() :]
+        ) from None
 
 
 def _floats(values: list[float], field: str) -> array[float]:

@@ -56,6 +56,11 @@ def test_repeats_of_the_wrong_shape_name_the_path() -> None:
         item_columns([{"scores": {}, "repeats": [1, 2]}], ["s"])
     with pytest.raises(ItemShapeError, match=r"items\[0\]\.repeats\[0\]\.scores\.s: expected a number"):
         item_columns([{"scores": {}, "repeats": [{"scores": {"s": 7}}]}], ["s"])
+    # All repeats are checked in one pass; the path still names the item and the repeat.
+    fine = {"scores": {}, "repeats": [{"scores": {"s": 1}}, {"scores": {"s": 0}}]}
+    bad = {"scores": {}, "repeats": [{"scores": {"s": 1}}, {"outcome": "done"}]}
+    with pytest.raises(ItemShapeError, match=r"^items\[2\]\.repeats\[1\]\.outcome: expected one of"):
+        item_columns([fine, {"scores": {}}, bad], ["s"])
 
 
 def _view(items: list[dict[str, Any]]) -> Any:
