@@ -116,6 +116,8 @@ def _shown(value: Any) -> str:
 
 
 def mismatch(path: Path, what: str, old: Any, new: Any, *, forceable: bool = False) -> JournalError:
+    """The refusal of a resume from ``path`` because ``what`` changed from ``old`` to ``new``;
+    ``forceable`` ones (:class:`JournalChanged`) say that ``--force`` keeps the items."""
     kind = JournalChanged if forceable else JournalError
     return kind(
         f"cannot resume from {path}: {what} since it was written ({_shown(old)} -> {_shown(new)})",
