@@ -38,7 +38,8 @@ def _once(journal_dir: str | None, collect: bool) -> tuple[float, float]:
     sys.path.insert(0, str(EVALS))
     import big_eval
 
-    from axl_action.evals.journal import JournalWriter, flags_of, iso_utc, tool_version
+    from axl_action.evals.journal.base import flags_of, iso_utc, tool_version
+    from axl_action.evals.journal.writer import JournalWriter
     from axl_action.evals.runner import execute_run, plan_run
     from axl_action.runtime.runtime import Runtime
     from axl_action.schema.journal import JournalSegment

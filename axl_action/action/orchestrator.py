@@ -63,7 +63,7 @@ from axl_action.action.resume import JOURNAL_FILE, describe, fetch_journal, jour
 from axl_action.action.sequential_step import sequential_flags
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
-from axl_action.evals.journal import journal_path
+from axl_action.evals.journal.base import journal_path
 from axl_action.github.api import GitHubApi
 from axl_action.github.comments import GateVerdict
 from axl_action.github.errors import GitHubPermissionError

@@ -2,7 +2,7 @@
 
 When the eval step stops before its results are complete (the job is cancelled, the runner
 crashes mid-run after the step's own signal handling, a workflow raises), ``axl-eval run``
-leaves ``<results>.journal.jsonl`` behind (``evals/journal.py``). The orchestrator uploads it
+leaves ``<results>.journal.jsonl`` behind (``evals/journal/writer.py``). The orchestrator uploads it
 on the way out as the artifact :func:`journal_artifact_name` (one per suite and shard). A
 re-run of the job is the same workflow run (``GITHUB_RUN_ID``) with a higher
 ``GITHUB_RUN_ATTEMPT``: that attempt downloads the artifact through the REST API, puts the
@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from axl_action.errors import AxlError
-from axl_action.evals.journal import JOURNAL_SUFFIX
+from axl_action.evals.journal.base import JOURNAL_SUFFIX
 from axl_action.github.api import GitHubApi
 from axl_action.github.artifacts import DEFAULT_MAX_DOWNLOAD_BYTES, download_artifact, list_run_artifacts
 from axl_action.github.errors import ArtifactError

@@ -20,7 +20,7 @@ from axl_action.errors import AxlError, UsageError
 if TYPE_CHECKING:
     from axl_action.cli.flags import GateFlags
     from axl_action.compare.models import Comparison, GateReport
-    from axl_action.evals.journal import JournalSession
+    from axl_action.evals.journal.session import JournalSession
     from axl_action.history import AutoThresholds
     from axl_action.schema.view import Side
 

@@ -49,7 +49,7 @@ def budget_arg(raw: str) -> str:
 
 def add_wait_flag(parser: argparse.ArgumentParser) -> None:
     """``--wait`` and ``--force``, for the commands that write a run journal (its lock and its
-    identity checks: evals/journal.py)."""
+    identity checks: evals/journal/lock.py, checks.py)."""
     parser.add_argument(
         "--wait",
         action="store_true",
@@ -462,7 +462,7 @@ def write_results(
                 hint="free space or fix the directory's permissions; the journal, if any, keeps what it "
                 "holds for --resume",
             ) from None
-        from axl_action.evals.journal import journal_path
+        from axl_action.evals.journal.base import journal_path
 
         journal = journal_path(output)
         raise InputFileError(

@@ -47,7 +47,8 @@ def run(argv: list[str]) -> int:
     if not args.output:
         raise UsageError("recover needs --output <file>", hint="where to write the recovered results")
 
-    from axl_action.evals.journal import read_journal, recover_results
+    from axl_action.evals.journal.reader import read_journal
+    from axl_action.evals.journal.recovery import recover_results
 
     journal = read_journal(args.journal)
     results = [r for r in recover_results(journal) if r["items"]]

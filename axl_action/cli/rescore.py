@@ -10,7 +10,7 @@ interrupted by SIGINT / SIGTERM (the results rescored so far are still written, 
 journal is kept for ``--resume``).
 
 With ``--output FILE`` every rescored item is also appended to ``FILE.journal.jsonl`` as it
-settles (``evals/journal.py``), as ``axl-eval run`` does.
+settles (``evals/journal/writer.py``), as ``axl-eval run`` does.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from axl_action.cli.common import (
 from axl_action.errors import EvalDefinitionError, UsageError
 
 if TYPE_CHECKING:
-    from axl_action.evals.journal import JournalSession
+    from axl_action.evals.journal.session import JournalSession
 
 SUMMARY = "Re-run scorers on the saved outputs of a results file"
 USAGE_HINT = "axl-eval rescore <results.json> <eval-file> [--output FILE] [--budget $X]"
@@ -201,7 +201,8 @@ def run(argv: list[str]) -> int:
 
 
 def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
-    from axl_action.evals.journal import JournalSession, flags_of
+    from axl_action.evals.journal.base import flags_of
+    from axl_action.evals.journal.session import JournalSession
 
     flags = flags_of(budget=args.budget, pricing=args.pricing)
     return JournalSession(
@@ -238,7 +239,7 @@ def _rescore_all(
     session: JournalSession | None,
     out: list[dict[str, Any]],
 ) -> None:
-    from axl_action.evals.journal import stamp_resumed
+    from axl_action.evals.journal.session import stamp_resumed
     from axl_action.evals.rescore import execute_rescore, rescore_facts
 
     scorers, sources = eval_code

@@ -7,7 +7,7 @@ that cannot be resumed, or no result; 130 / 143 the run was interrupted by SIGIN
 ``--resume``).
 
 With ``--output FILE`` every settled item is also appended to ``FILE.journal.jsonl`` as it
-settles (``evals/journal.py``); ``--resume`` continues an interrupted run from it.
+settles (``evals/journal/writer.py``); ``--resume`` continues an interrupted run from it.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from axl_action.cli.common import (
 from axl_action.errors import AxlError, UsageError
 
 if TYPE_CHECKING:
-    from axl_action.evals.journal import JournalSession
+    from axl_action.evals.journal.session import JournalSession
     from axl_action.schema import RunView
 
 SUMMARY = "Run eval files and write results (the default command)"
@@ -290,7 +290,8 @@ def run(argv: list[str]) -> int:
 
 
 def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
-    from axl_action.evals.journal import JournalSession, flags_of
+    from axl_action.evals.journal.base import flags_of
+    from axl_action.evals.journal.session import JournalSession
 
     flags = flags_of(
         shard=args.shard,
@@ -369,7 +370,7 @@ def _run_one(
     session: JournalSession | None,
 ) -> tuple[list[dict[str, Any]], bool]:
     from axl_action.evals import console
-    from axl_action.evals.journal import stamp_resumed
+    from axl_action.evals.journal.session import stamp_resumed
     from axl_action.evals.multirun import aggregate_runs
     from axl_action.evals.progress import Progress
     from axl_action.evals.runner import (

@@ -40,7 +40,7 @@ class LoadedEval:
     sources: dict[str, str] | None = None
     """``sha256:`` of the eval file and of each module beside it (or below its folder) that
     importing it loaded, by path relative to its folder: a resume refuses a journal written by
-    other code (see ``evals/journal.py``)."""
+    other code (see ``evals/journal/checks.py``)."""
     """The definition, with ``execute_workflow`` resolved (``None`` only when loaded without
     ``require_workflow``)."""
 
@@ -128,7 +128,7 @@ def _import(path: Path) -> tuple[ModuleType, dict[str, str]]:
         raise EvalDefinitionError(
             f"{path}{where}: importing the eval file failed: {type(exc).__name__}: {exc}"
         ) from None
-    from axl_action.evals.journal import file_digest  # the one file-hash rule
+    from axl_action.evals.journal.base import file_digest  # the one file-hash rule
 
     siblings = _forget_siblings(before, folder)
     sources: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""The run journal's file format: ``<output>.journal.jsonl`` (see ``evals/journal.py``).
+"""The run journal's file format: ``<output>.journal.jsonl`` (see ``evals/journal/``).
 
 One JSON object per line, two kinds:
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from axl_action.evals.journal import is_final, read_journal
+from axl_action.evals.journal.base import is_final
+from axl_action.evals.journal.reader import read_journal
 from axl_action.schema import load_result_file
 from tests.fakes.llm_servers import FakeLLMServer
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from axl_action.evals.journal import JournalWriter, read_journal
+from axl_action.evals.journal.reader import read_journal
+from axl_action.evals.journal.writer import JournalWriter
 from tests.fakes.llm_servers import FakeLLMServer
 
 PAID_EVAL = """\

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from axl_action.evals.journal import read_journal
+from axl_action.evals.journal.reader import read_journal
 
 EVAL = """\
 import os, signal, time

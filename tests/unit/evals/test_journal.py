@@ -17,17 +17,11 @@ from axl_action.cli.common import DEFAULT_GRACE_SECONDS, GRACE_ENV, grace_second
 from axl_action.errors import UsageError
 from axl_action.evals.dataset import dataset
 from axl_action.evals.definition import define_eval
-from axl_action.evals.journal import (
-    JournalError,
-    JournalSession,
-    JournalWriter,
-    flags_of,
-    is_final,
-    iso_utc,
-    read_journal,
-    recover_results,
-    seal_line,
-)
+from axl_action.evals.journal.base import JournalError, flags_of, is_final, iso_utc, seal_line
+from axl_action.evals.journal.reader import read_journal
+from axl_action.evals.journal.recovery import recover_results
+from axl_action.evals.journal.session import JournalSession
+from axl_action.evals.journal.writer import JournalWriter
 from axl_action.evals.runner import execute_run, plan_run
 from axl_action.evals.scorer import scorer
 from axl_action.runtime.runtime import Runtime
