@@ -33,6 +33,7 @@ from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import CaptureSink, TrackResult
 from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.journal import RunFacts
+from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import build_summary, item_columns
 
 if TYPE_CHECKING:
@@ -138,6 +139,7 @@ def execute_rescore(
     for index, item in restored.items():
         rescored[index] = item
     todo = [i for i in range(len(source_items)) if i not in restored]
+    looks = _decided_looks(source)
 
     def process(k: int) -> None:
         index = todo[k]
@@ -150,6 +152,7 @@ def execute_rescore(
             [s.name for s in scorers],
             carry_refs=captured.carried,
             cancelled=env.cancel_event.is_set,
+            looks=looks,
         )
         if on_settled is not None:
             on_settled(index, item)
@@ -301,11 +304,13 @@ def _rescore_repeated(
     *,
     carry_refs: bool,
     cancelled: Callable[[], bool],
+    looks: Mapping[str, int],
 ) -> dict[str, Any]:
     """An item as :func:`_rescore_item` rescores it; an item run ``repeats: N`` times has each
     repeat's output rescored (with that repeat's cache index, so ``--cache`` finds the judge
     replies the run recorded) and folded again by the runner's rule (``evals/repeats.py``), so
-    its ``scores`` stay the mean over its repeats."""
+    its ``scores`` stay the mean over its repeats (under ``repeats: auto``, a decided scorer's
+    over the repeats up to the look in ``looks`` that decided it, as the run folded it)."""
     runs = original.get("repeats")
     if not isinstance(runs, list) or not runs or cancelled():
         return rescore_one(original, carry_refs)
@@ -313,13 +318,23 @@ def _rescore_repeated(
     for repeat, run in enumerate(runs):
         one = {**_head(original), **{k: run[k] for k in ("output", "error", "outcome") if k in run}}
         parts.append(in_repeat(repeat, rescore_one, one, False))
-    item = combine_repeats(parts, names)
+    item = combine_repeats(parts, names, {name: min(len(parts), look) for name, look in looks.items()})
     for key in ("metadata", "traces"):
         if key in original:
             item[key] = original[key]
     if carry_refs and "diagnostics" in original:
         item["diagnostics"] = copy.deepcopy(original["diagnostics"])
     return item
+
+
+def _decided_looks(source: Mapping[str, Any]) -> dict[str, int]:
+    """Scorer -> the look that decided it, for a ``repeats: auto`` result (else empty)."""
+    metadata = source.get("metadata")
+    raw = metadata.get("sequential") if isinstance(metadata, Mapping) else None
+    if not isinstance(raw, Mapping):
+        return {}
+    record = SequentialRecord.model_validate(raw)
+    return {name: decision.look for name, decision in record.decided.items()}
 
 
 def _rescore_item(

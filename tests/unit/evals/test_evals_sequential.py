@@ -186,3 +186,15 @@ def test_the_result_stays_readable_and_a_bad_record_is_refused() -> None:
     bad = dict(run.wire, metadata={**run.wire["metadata"], "sequential": {"maxRepeats": 0}})
     with pytest.raises(ValueError, match="sequential"):
         EvalResult.model_validate_json(dumps_js(bad))
+
+
+def test_rescore_folds_a_decided_scorer_over_the_repeats_its_look_saw() -> None:
+    from axl_action.evals.rescore import execute_rescore
+
+    base = _baseline()
+    run = _auto(Workload(seed=4), [base.view], thresholds={"a": 0.5, "b": 0.0}, max_repeats=3)
+    assert _record(run).decided["a"].look == 1
+    out = execute_rescore(run.wire, [A, B])
+    for before, after in zip(run.wire["items"], out["items"], strict=True):
+        assert after["scores"] == before["scores"], "the same scorers give the same means"
+    assert out["metadata"]["sequential"] == run.wire["metadata"]["sequential"]
