@@ -11,22 +11,21 @@ import pytest
 
 from axl_action.cli.main import main
 
-# Items 0-5 answer at random (seeded per process by SEED), the others always the same; CALLS
-# counts the calls per item.
+# Items 0-5 answer at random (seeded by SEED, else the run id), the others always the same;
+# calls.txt beside the file gets a line per call (tests/e2e/action reads it too).
 NOISY_EVAL = """\
-import json, os, random, threading
+import os, random, threading
+from pathlib import Path
 from axl_action import dataset, define_eval, scorer
 
 _lock = threading.Lock()
-_rng = random.Random(int(os.environ.get("SEED", "1")))
-_calls = {}
+_rng = random.Random(os.environ.get("SEED") or os.environ.get("GITHUB_RUN_ID", "1"))
 
 def execute_workflow(value, runtime):
     with _lock:
-        _calls[value] = _calls.get(value, 0) + 1
         draw = _rng.random()
-        with open(os.environ["CALLS"], "w") as fh:
-            json.dump(_calls, fh)
+        with open(Path(__file__).with_name("calls.txt"), "a") as fh:
+            fh.write(f"{value}\\n")
     score = (1.0 if draw < 0.5 else 0.0) if value < 6 else float(value % 2)
     return {"output": score}
 
@@ -40,14 +39,25 @@ eval = define_eval(
 
 
 @pytest.fixture
-def noisy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def noisy(tmp_path: Path) -> Path:
     (tmp_path / "noisy_eval.py").write_text(NOISY_EVAL)
-    monkeypatch.setenv("CALLS", str(tmp_path / "calls.json"))
     return tmp_path
 
 
-def _calls(tmp: Path) -> dict[int, int]:
-    return {int(k): v for k, v in json.loads((tmp / "calls.json").read_text()).items()}
+def calls_of(folder: Path) -> dict[int, int]:
+    """Calls per item since the last look (the ledger is emptied)."""
+    path = folder / "calls.txt"
+    counts: dict[int, int] = {}
+    for line in path.read_text().split():
+        counts[int(line)] = counts.get(int(line), 0) + 1
+    path.unlink()
+    return counts
+
+
+def _auto(noisy: Path, baseline: Path, *flags: str) -> int:
+    return main(
+        ["run", str(noisy / "noisy_eval.py"), "--repeats", "auto", "--baseline", str(baseline), *flags]
+    )
 
 
 def test_run_repeats_only_noisy_items_and_compare_reads_the_spent_level(
@@ -57,27 +67,12 @@ def test_run_repeats_only_noisy_items_and_compare_reads_the_spent_level(
     assert (
         main(["run", str(noisy / "noisy_eval.py"), "--repeats", "5", "--output", str(base), "--quiet"]) == 0
     )
+    calls_of(noisy)
     monkeypatch.setenv("SEED", "2")
-    code = main(
-        [
-            "run",
-            str(noisy / "noisy_eval.py"),
-            "--repeats",
-            "auto",
-            "--baseline",
-            str(base),
-            "--threshold",
-            "0",
-            "--max-repeats",
-            "4",
-            "--output",
-            str(cand),
-            "--quiet",
-        ]
-    )
+    code = _auto(noisy, base, "--threshold", "0", "--max-repeats", "4", "--output", str(cand), "--quiet")
     err = capsys.readouterr().err
     assert code == 0, err
-    calls = _calls(noisy)
+    calls = calls_of(noisy)
     # Threshold 0 never calls a scorer unchanged, so the baseline's noisy items run to the cap
     # and its steady items once.
     assert {k for k, n in calls.items() if n == 4} <= set(range(6))
@@ -112,7 +107,7 @@ def test_bad_sequential_flags_are_one_line(
     code = main(["run", str(noisy / "noisy_eval.py"), *flags])
     err = capsys.readouterr().err
     assert code != 0 and message in err, err
-    assert "Traceback" not in err and not (noisy / "calls.json").exists()
+    assert "Traceback" not in err and not (noisy / "calls.txt").exists()
 
 
 def test_a_baseline_without_the_eval_s_dataset_runs_the_cap_and_says_why(
@@ -124,19 +119,9 @@ def test_a_baseline_without_the_eval_s_dataset_runs_the_cap_and_says_why(
     data["dataset"] = "something-else"
     other.write_text(json.dumps(data))
     capsys.readouterr()
-    code = main(
-        [
-            "run",
-            str(noisy / "noisy_eval.py"),
-            "--repeats",
-            "auto",
-            "--baseline",
-            str(other),
-            "--max-repeats",
-            "2",
-        ]
-    )
+    calls_of(noisy)
+    code = _auto(noisy, other, "--max-repeats", "2")
     err = capsys.readouterr().err
     assert code == 0, err
     assert f"{other} has no run of dataset 'noisy'" in err and "every item runs 2 times" in err
-    assert set(_calls(noisy).values()) == {2}  # the file is loaded afresh: its own counts
+    assert set(calls_of(noisy).values()) == {2}

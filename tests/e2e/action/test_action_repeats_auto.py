@@ -11,35 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.action.test_action_e2e import Harness, _unzip
+from tests.e2e.test_cli_repeats_auto import NOISY_EVAL, calls_of
 from tests.fakes.github_server import FakeGitHub
 
 pytestmark = pytest.mark.slow
-
-# Items 0-5 answer at random, the others always the same; CALLS (in the workspace) gets one
-# line per call.
-NOISY_EVAL = """\
-import os, random, threading
-from pathlib import Path
-from axl_action import dataset, define_eval, scorer
-
-_lock = threading.Lock()
-_rng = random.Random(os.environ.get("GITHUB_RUN_ID", "1"))
-
-def execute_workflow(value, runtime):
-    with _lock:
-        draw = _rng.random()
-        with open(Path(__file__).with_name("calls.txt"), "a") as fh:
-            fh.write(f"{value}\\n")
-    score = (1.0 if draw < 0.5 else 0.0) if value < 6 else float(value % 2)
-    return {"output": score}
-
-eval = define_eval(
-    "noisy",
-    dataset("noisy", items=[{"input": k} for k in range(30)]),
-    [scorer("judge", lambda output: output)],
-    concurrency=4,
-)
-"""
 
 
 @pytest.fixture
@@ -50,22 +25,13 @@ def h(tmp_path: Path) -> Iterator[Harness]:
         yield harness
 
 
-def _calls(h: Harness) -> dict[int, int]:
-    path = h.workspace / "calls.txt"
-    counts: dict[int, int] = {}
-    for line in path.read_text().split():
-        counts[int(line)] = counts.get(int(line), 0) + 1
-    path.unlink()
-    return counts
-
-
 def test_pr_repeats_only_what_the_baseline_shows_noisy_and_says_so(h: Harness) -> None:
     inputs = {"evals": "noisy_eval.py", "repeats": "auto", "max-repeats": "4", "threshold": "0"}
     run, payload, env = h.push(h.main[-1])
     pushed = h.run("push", run, payload, env, inputs=inputs)
     assert pushed.code == 0, pushed.log
     # No baseline to decide against: every item ran the cap, so the next PR knows which vary.
-    assert set(_calls(h).values()) == {4}
+    assert set(calls_of(h.workspace).values()) == {4}
     [stored] = h.artifacts("axl-eval-baseline", run)
     base = json.loads(_unzip(stored.data)["results.json"])
     assert base["metadata"]["sequential"]["baseline"] is False
@@ -77,7 +43,7 @@ def test_pr_repeats_only_what_the_baseline_shows_noisy_and_says_so(h: Harness) -
     first = h.run("pull_request", pr_run, pr_payload, pr_env, inputs=inputs)
     assert first.outputs["mode"] == "compare", first.log
     assert "Find the baseline" in first.stdout.split("Run the evals")[0], "found before the run"
-    calls = _calls(h)
+    calls = calls_of(h.workspace)
     assert {k for k, n in calls.items() if n > 1} <= noisy
     assert all(calls[k] == 1 for k in range(30) if k not in noisy)
     [comment] = h.gh.comments_on(h.repo, 9)
