@@ -82,6 +82,8 @@ def runner_flags(settings: ActionSettings) -> tuple[str, ...]:
         flags += ["--max-item-error-rate", repr(settings.max_item_error_rate)]
     if settings.capture_requests:
         flags.append("--capture-requests")
+    if not settings.stream_usage:
+        flags.append("--no-stream-usage")
     return tuple(flags)
 
 

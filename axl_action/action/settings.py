@@ -147,6 +147,10 @@ class ActionSettings(BaseModel):
     capture_requests: bool = False
     """Record the exact LLM requests (``--capture-requests``) next to the results file."""
 
+    stream_usage: bool = True
+    """Add ``stream_options.include_usage`` to the app's OpenAI streaming requests so their
+    tokens are measured (false: ``--no-stream-usage``; such calls settle ``usage_missing``)."""
+
     cache: CacheMode = "off"
     """The response cache (``--cache``, docs/cache.md), kept between runs in the GitHub Actions
     cache: ``off``, ``read``, ``write``, ``on`` or ``replay``."""
@@ -343,6 +347,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "report-artifact": _artifact_name,
     "working-directory": _path,
     "capture-requests": _bool,
+    "stream-usage": _bool,
     "cache": _choice(CACHE_MODES),
 }
 

@@ -201,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
         "before what has settled is written (default: $AXL_EVAL_GRACE_SECONDS, else 30)",
     )
     add_cache_flags(parser)
+    parser.add_argument(
+        "--no-stream-usage",
+        dest="stream_usage",
+        action="store_false",
+        help="leave your app's OpenAI streaming requests as written: without "
+        "stream_options.include_usage such a call settles usage_missing (docs/app-as-is.md)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables, only gate lines")
     return parser
 
@@ -256,6 +263,7 @@ def run(argv: list[str]) -> int:
 
     runtime = make_runtime(args.pricing)
     runtime.cache = cache_from_flags(args, os.environ)
+    runtime.stream_usage = args.stream_usage
     interrupt = Interrupt(grace=grace)
     session = _journal(args, interrupt) if args.output else None
     results: list[dict[str, Any]] = []
