@@ -326,47 +326,6 @@ def execute_run(
 
     width = concurrency if concurrency is not None else definition.concurrency
 
-    def run_round(repeat: int, active: Sequence[int]) -> None:
-        assert rounds is not None
-
-        def one(k: int) -> None:
-            index = active[k]
-            if cancel.is_set():
-                rounds.add(index, _cancelled_stub(items_in[index]))
-                return
-            results[index] = _IN_FLIGHT
-            part = in_repeat(
-                repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
-            )
-            rounds.add(index, part)
-            if repeat == 0 and rounds.final_after_first(index):
-                # The baseline shows it steady for every scorer: it will not run again, so it
-                # is journalled now rather than after the look.
-                rounds.settled.add(index)
-                settle(index, rounds.item(index))
-
-        run_pool(len(active), width, one)
-
-    def interim_view() -> RunView:
-        # What a look compares: the items so far. Its accounting is left empty (the looks read
-        # scores; folding every item's spend each look cost more than the comparison).
-        assert rounds is not None
-        so_far = [restored[i] if i in restored else rounds.item(i) for i in range(len(items_in))]
-        return assemble_run(facts, so_far, empty_accounting_wire()).view
-
-    def run_sequential() -> None:
-        assert rounds is not None
-        # Pairing with the baseline reads only the inputs.
-        rounds.prepare(item_columns([{"input": raw["input"]} for raw in items_in], list(facts.scorer_types)))
-        run_rounds(
-            rounds,
-            todo,
-            run_round,
-            interim_view,
-            lambda index: settle(index, rounds.item(index)),
-            lambda: cancel.is_set() or (admission is not None and admission.closed),
-        )
-
     stray: list[Scope[Any]] = []
 
     def run_items() -> None:
@@ -383,7 +342,25 @@ def execute_run(
             if rounds is None or repeats > 1:
                 run_pool(count, width, task)
             else:
-                run_sequential()
+                hooks = _Rounds(
+                    rounds,
+                    facts,
+                    items_in,
+                    restored,
+                    results,
+                    lambda index, repeat: in_repeat(
+                        repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
+                    ),
+                    settle,
+                    cancel.is_set,
+                    lambda: cancel.is_set() or (admission is not None and admission.closed),
+                    width,
+                )
+                # Pairing with the baseline reads only the inputs.
+                rounds.prepare(
+                    item_columns([{"input": r["input"]} for r in items_in], list(facts.scorer_types))
+                )
+                run_rounds(rounds, todo, hooks)
 
     try:
         run_scope = tracker(run_items, admission=admission, capture=refs)
@@ -431,6 +408,58 @@ def execute_run(
             {"type": "run_done", "totalItems": len(items), "failures": record.wire["summary"]["failures"]}
         )
     return record
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """The run's side of ``repeats: auto`` (:class:`~axl_action.evals.sequential.RoundHooks`):
+    it runs a round's items on the pool, builds what a look compares and settles items."""
+
+    rounds: SequentialRounds
+    facts: RunFacts
+    items: Sequence[Mapping[str, Any]]
+    restored: Mapping[int, dict[str, Any]]
+    results: list[dict[str, Any] | None]
+    process: Callable[[int, int], dict[str, Any]]
+    """``(index, repeat) -> part``: one repeat of one item."""
+    settle_item: Callable[[int, dict[str, Any]], None]
+    cancelled: Callable[[], bool]
+    """The run stops admitting items: the rest of the round become ``cancelled`` stubs."""
+    stopped: Callable[[], bool]
+    """No further round may start (cancelled, or the budget closed)."""
+    width: int
+
+    def run_round(self, repeat: int, active: Sequence[int]) -> None:
+        rounds = self.rounds
+
+        def one(k: int) -> None:
+            index = active[k]
+            if self.cancelled():
+                rounds.add(index, _cancelled_stub(self.items[index]))
+                return
+            self.results[index] = _IN_FLIGHT
+            rounds.add(index, self.process(index, repeat))
+            if repeat == 0 and rounds.final_after_first(index):
+                # The baseline shows it steady for every scorer: it will not run again, so it
+                # is journalled now rather than after the look.
+                rounds.settled.add(index)
+                self.settle_item(index, rounds.item(index))
+
+        run_pool(len(active), self.width, one)
+
+    def interim_view(self) -> RunView:
+        # What a look compares: the items so far. Its accounting is left empty (the looks read
+        # scores; folding every item's spend each look cost more than the comparison).
+        so_far = [
+            self.restored[i] if i in self.restored else self.rounds.item(i) for i in range(len(self.items))
+        ]
+        return assemble_run(self.facts, so_far, empty_accounting_wire()).view
+
+    def settle(self, index: int) -> None:
+        self.settle_item(index, self.rounds.item(index))
+
+    def stop(self) -> bool:
+        return self.stopped()
 
 
 def assemble_run(

@@ -33,9 +33,9 @@ that run spent (its CI column then reads ``CI 99%`` for K = 5).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -245,28 +245,36 @@ def _extend_range(
                         high[name][index] = value
 
 
-def run_rounds(
-    rounds: SequentialRounds,
-    todo: Sequence[int],
-    run_round: Callable[[int, Sequence[int]], None],
-    interim_view: Callable[[], RunView],
-    settle: Callable[[int], None],
-    stop: Callable[[], bool],
-) -> None:
-    """Drive the rounds: ``run_round(r, items)`` runs repeat ``r`` of ``items`` (adding each
-    to ``rounds``), ``interim_view()`` is the candidate so far, ``settle(i)`` hears each item
-    once it will run no more, ``stop()`` says the run may not start another round (cancelled,
-    budget closed)."""
+class RoundHooks(Protocol):
+    """What :func:`run_rounds` needs from the run that drives it (the runner's ``_Rounds``;
+    the simulations' own)."""
+
+    def run_round(self, repeat: int, active: Sequence[int]) -> None:
+        """Run repeat ``repeat`` of the items ``active``, adding each to the rounds."""
+
+    def interim_view(self) -> RunView:
+        """The candidate so far, as a look compares it."""
+
+    def settle(self, index: int) -> None:
+        """Item ``index`` will run no more."""
+
+    def stop(self) -> bool:
+        """Whether the run may not start another round (cancelled, budget closed)."""
+
+
+def run_rounds(rounds: SequentialRounds, todo: Sequence[int], hooks: RoundHooks) -> None:
+    """Drive the rounds over the items ``todo``: run, look, choose, settle, until no item is
+    left to run again."""
     active = list(todo)
     repeat = 0
     while active:
-        run_round(repeat, active)
+        hooks.run_round(repeat, active)
         repeat += 1
-        view = interim_view()
+        view = hooks.interim_view()
         rounds.look(view)
-        following = [] if stop() else rounds.next_round(active, view)
+        following = [] if hooks.stop() else rounds.next_round(active, view)
         keep = set(following)
         for index in active:
             if index not in keep and index not in rounds.settled:
-                settle(index)
+                hooks.settle(index)
         active = following

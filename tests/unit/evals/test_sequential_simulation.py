@@ -96,21 +96,21 @@ def simulate(seed: int, w: Workload, *, fixed: bool = False) -> tuple[str, str |
     rounds = SequentialRounds(plan, ["judge"])
     settled: dict[int, dict[str, Any]] = {}
 
-    def run_round(repeat: int, active: Sequence[int]) -> None:
-        for index in active:
-            rounds.add(index, _part(index, float(cand_draws[index, repeat])))
+    class Hooks:
+        def run_round(self, repeat: int, active: Sequence[int]) -> None:
+            for index in active:
+                rounds.add(index, _part(index, float(cand_draws[index, repeat])))
 
-    def interim() -> RunView:
-        return _view(facts, [rounds.item(i) for i in range(ITEMS)])
+        def interim_view(self) -> RunView:
+            return _view(facts, [rounds.item(i) for i in range(ITEMS)])
 
-    run_rounds(
-        rounds,
-        range(ITEMS),
-        run_round,
-        interim,
-        lambda i: settled.__setitem__(i, rounds.item(i)),
-        lambda: False,
-    )
+        def settle(self, index: int) -> None:
+            settled[index] = rounds.item(index)
+
+        def stop(self) -> bool:
+            return False
+
+    run_rounds(rounds, range(ITEMS), Hooks())
     record = rounds.record([settled[i] for i in range(ITEMS)])
     auto = _view(facts, [settled[i] for i in range(ITEMS)], sequential=record)
     auto_verdict = compare_results([baseline], auto, options).scorers["judge"].verdict
