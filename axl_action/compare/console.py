@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from axl_action.compare.models import Comparison, ScorerComparison
 from axl_action.compare.text import pad_end, pad_start
 from axl_action.formatting import signed_usd, spend_is_money, spend_pair, usd
-from axl_action.schema.numbers import to_fixed
+from axl_action.schema.numbers import js_number, to_fixed
 
 if TYPE_CHECKING:
     from axl_action.schema import EvalAccounting
@@ -29,8 +29,8 @@ def ci_header(alpha: float) -> str:
 
 
 def format_level(alpha: float) -> str:
-    """``1 - alpha`` as a percentage: ``95``, ``99``, ``99.5``."""
-    return f"{(1 - alpha) * 100:.2f}".rstrip("0").rstrip(".")
+    """``1 - alpha`` as a percentage, by the project's number rules: ``95``, ``99``, ``98.75``."""
+    return js_number(float(to_fixed((1 - alpha) * 100, 2)))
 
 
 def _bound(x: float | None) -> str:
