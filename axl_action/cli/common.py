@@ -282,6 +282,15 @@ def make_runtime(pricing: str | None) -> Any:
     return Runtime(pricing=PricingTable.load(Path(pricing) if pricing else None))
 
 
+def close_providers(runtime: Any) -> None:
+    """Close the keep-alive connections of the providers the command built (``finally`` of
+    ``run`` and ``rescore``). A command that called no model never imported the gateway, and
+    closing must not import it (requests and the adapters, about 0.2 s): nothing was built."""
+    gateway = sys.modules.get("axl_action.providers.gateway")
+    if gateway is not None:
+        gateway.close_providers(runtime)
+
+
 def pricing_notes(table: Any) -> list[str]:
     """stderr lines after a run: models called without a price, and ``--pricing`` entries
     that matched no call (with the nearest model that was called)."""

@@ -38,6 +38,7 @@ from axl_action.cli.common import (
     add_wait_flag,
     budget_arg,
     check_force_flag,
+    close_providers,
     env_int,
     grace_seconds,
     journal_stop_note,
@@ -185,6 +186,7 @@ def run(argv: list[str]) -> int:
                 session.finish(complete=written and interrupt.signum is None and not session.incomplete)
     finally:
         interrupt.restore()
+        close_providers(runtime)
     interrupted = closing_notes(runtime, interrupt, written=len(rescored), what="rescored")
     if interrupted is not None:
         return interrupted

@@ -39,6 +39,7 @@ from axl_action.cli.common import (
     add_wait_flag,
     budget_arg,
     check_force_flag,
+    close_providers,
     env_int,
     grace_seconds,
     journal_stop_note,
@@ -286,6 +287,7 @@ def run(argv: list[str]) -> int:
                 session.finish(complete=written and interrupt.signum is None and not session.incomplete)
     finally:
         interrupt.restore()
+        close_providers(runtime)
     if results and not args.output:
         print("[axl-eval] NOTE: results were not saved; pass --output FILE to keep them.", file=sys.stderr)
     interrupted = closing_notes(runtime, interrupt, written=len(results), what="completed")

@@ -11,6 +11,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from axl_action.errors import json_location
@@ -140,6 +141,23 @@ class HttpProvider(ABC):
         self.base_url_source: str | None = None
         """The variable the base URL came from (``from_env`` with it set), for error messages."""
         self.transport = transport or HttpTransport(self.name, secrets=(api_key,))
+
+    def close(self) -> None:
+        """Close the transport's idle keep-alive connections, so none is left for the garbage
+        collector to close (a ``ResourceWarning``). The provider stays usable: a later call
+        opens a new connection."""
+        self.transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     @classmethod
     def env_vars(cls) -> tuple[str, ...]:

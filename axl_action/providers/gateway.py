@@ -109,6 +109,18 @@ class _LayeredRegistry(ProviderRegistry):
         return self._fallback.keyless(name)
 
 
+def close_providers(runtime: Any | None = None) -> None:
+    """Close the providers a command built: the runtime's own registry (``Runtime(registry=)``
+    or ``Runtime(providers=)``) and the default one. Called where the command ends (``axl-eval
+    run`` and ``rescore``), so no keep-alive connection is left to the garbage collector; the
+    registries stay usable."""
+    for attribute in ("registry", "_axl_provider_registry"):
+        registry = getattr(runtime, attribute, None)
+        if isinstance(registry, ProviderRegistry) and registry is not default_registry:
+            registry.close()
+    default_registry.close()
+
+
 def pricing_for(runtime: Any | None, pricing: PricingTable | None) -> PricingTable:
     """An explicit table, else the runtime's, else the bundled one."""
     if pricing is not None:
@@ -381,6 +393,7 @@ __all__ = [
     "ProviderError",
     "cache_request",
     "chat",
+    "close_providers",
     "default_pricing",
     "registry_for",
     "resolve_provider",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import NamedTuple, Self
 
 import axl_action.providers.anthropic as anthropic
 import axl_action.providers.google as google
@@ -23,6 +25,25 @@ BUILTIN_ENV: dict[str, tuple[str, ...]] = {
 """The variables each built-in provider is configured from."""
 
 
+class _Built(NamedTuple):
+    """A provider instance the registry holds, with what decides whether it is still current."""
+
+    signature: tuple[str | None, ...]
+    """The watched variables' values it was built from (a change rebuilds it)."""
+    provider: Provider
+    owned: bool
+    """Built by the registry from a factory, so the registry closes it; a ready instance given
+    to :meth:`ProviderRegistry.register` belongs to the caller, who closes it."""
+
+
+def close_provider(provider: Provider) -> None:
+    """Close ``provider`` if it has a ``close()`` (built-in HTTP providers do; the
+    :class:`Provider` protocol does not require one)."""
+    close = getattr(provider, "close", None)
+    if callable(close):
+        close()
+
+
 def parse_model_uri(uri: str) -> tuple[str, str]:
     """Split ``provider:model`` at the first colon (model names may contain colons, e.g.
     Ollama's ``openai:llama3:8b``)."""
@@ -37,13 +58,19 @@ def parse_model_uri(uri: str) -> tuple[str, str]:
 
 class ProviderRegistry:
     """Factories by provider name, and the instances built from them (one per name, reused
-    so connection pools are shared across calls and threads)."""
+    so connection pools are shared across calls and threads).
+
+    The registry owns what it builds: an instance replaced (by :meth:`register`, or rebuilt
+    because its variables changed) is closed, and :meth:`close` (or leaving a ``with`` block)
+    closes every instance built so far. Ready instances passed to :meth:`register` are the
+    caller's to close.
+    """
 
     def __init__(self, env: Mapping[str, str] | None = None, *, builtins: bool = True) -> None:
         """``env`` defaults to the live ``os.environ`` (read when a provider is first used)."""
         self._env = env
         self._factories: dict[str, ProviderFactory] = {}
-        self._instances: dict[str, tuple[tuple[str | None, ...], Provider]] = {}
+        self._instances: dict[str, _Built] = {}
         self._watched: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
         self._keyless: dict[str, ProviderFactory] = {}
@@ -78,14 +105,16 @@ class ProviderRegistry:
         if not name or ":" in name:
             raise ProviderConfigError(f'Provider name "{name}" is invalid', hint="use a name without ':'")
         with self._lock:
-            self._instances.pop(name, None)
+            replaced = self._instances.pop(name, None)
             self._watched.pop(name, None)
             self._keyless.pop(name, None)  # a user's provider replaces the built-in one
             if isinstance(factory, Provider):
-                self._instances[name] = ((), factory)
+                self._instances[name] = _Built((), factory, owned=False)
                 self._factories[name] = _constant(factory)
             else:
                 self._factories[name] = factory
+        if replaced is not None and replaced.owned and replaced.provider is not factory:
+            close_provider(replaced.provider)
 
     def names(self) -> list[str]:
         """Registered provider names, sorted."""
@@ -101,8 +130,8 @@ class ProviderRegistry:
         signature = tuple(env.get(var) for var in self._watched.get(name, ()))
         with self._lock:
             cached = self._instances.get(name)
-            if cached is not None and cached[0] == signature:
-                return cached[1]
+            if cached is not None and cached.signature == signature:
+                return cached.provider
             factory = self._factories.get(name)
             if factory is None:
                 known = ", ".join(sorted(self._factories))
@@ -113,8 +142,32 @@ class ProviderRegistry:
                     hint="or register_provider() a custom one",
                 )
             instance = factory(env)
-            self._instances[name] = (signature, instance)
-            return instance
+            self._instances[name] = _Built(signature, instance, owned=True)
+        if cached is not None and cached.owned and cached.provider is not instance:
+            # Its idle connections would otherwise wait for the garbage collector. A call still
+            # running on it in another thread finishes; only the idle connections close.
+            close_provider(cached.provider)
+        return instance
+
+    def close(self) -> None:
+        """Close and forget every provider this registry built (their idle connections close);
+        the registry stays usable, and builds a provider again when one is next asked for."""
+        with self._lock:
+            built = [name for name, entry in self._instances.items() if entry.owned]
+            closing = [self._instances.pop(name).provider for name in built]
+        for provider in closing:
+            close_provider(provider)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def resolve(self, uri: str) -> tuple[Provider, str]:
         """The provider and bare model name for ``provider:model``."""

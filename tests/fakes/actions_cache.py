@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.github.wire import _json, _Response, _twirp_error
+
 if TYPE_CHECKING:
-    from tests.fakes.github_server import FakeGitHub, _Response
+    from tests.fakes.github.state import GitHubState
 
 CACHE_PREFIX = "/twirp/github.actions.results.api.v1.CacheService/"
 DEFINITIONS = Path(__file__).resolve().parents[1] / "fixtures" / "actions-cache" / "cache.js"
@@ -67,14 +69,12 @@ class CacheEntry:
 class FakeCacheService:
     """The cache service of one fake GitHub (``FakeGitHub.cache``)."""
 
-    github: FakeGitHub
+    github: GitHubState
     entries: list[CacheEntry] = field(default_factory=list)
     expire_after: float = 7 * 86400.0
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def handle(self, rpc: str, claims: dict[str, Any], req: dict[str, Any]) -> _Response:
-        from tests.fakes.github_server import _json, _twirp_error
-
         request_type = f"{rpc}Request"
         allowed = MESSAGES.get(request_type)
         if allowed is None:
@@ -102,8 +102,6 @@ class FakeCacheService:
         self.entries = [e for e in self.entries if now - e.used <= self.expire_after]
 
     def _GetCacheEntryDownloadURL(self, scopes: list[tuple[str, int]], req: dict[str, Any]) -> Any:
-        from tests.fakes.github_server import _twirp_error
-
         key, version = req.get("key"), req.get("version")
         if not isinstance(key, str) or not key or not isinstance(version, str) or not version:
             return _twirp_error(400, "invalid_argument", "key and version are required")
@@ -129,8 +127,6 @@ class FakeCacheService:
         }
 
     def _CreateCacheEntry(self, scopes: list[tuple[str, int]], req: dict[str, Any]) -> Any:
-        from tests.fakes.github_server import _twirp_error
-
         key, version = req.get("key"), req.get("version")
         if not isinstance(key, str) or not key or not isinstance(version, str) or not version:
             return _twirp_error(400, "invalid_argument", "key and version are required")
@@ -147,8 +143,6 @@ class FakeCacheService:
         return {"ok": True, "signed_upload_url": self.github.sign_blob_url(blob, ttl=600, write=True)}
 
     def _FinalizeCacheEntryUpload(self, scopes: list[tuple[str, int]], req: dict[str, Any]) -> Any:
-        from tests.fakes.github_server import _twirp_error
-
         writable = [s for s, p in scopes if p & WRITE]
         entry = next(
             (

@@ -15,8 +15,10 @@ KEY = "sk-base-url-test-0123456789abcdef"
 def test_both_forms_reach_chat_completions(suffix: str) -> None:
     with FakeLLMServer("openai") as server:
         root = f"http://127.0.0.1:{server.port}"
-        provider = from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": root + suffix})
-        reply = provider.chat(ChatRequest(model="local", messages=(ChatMessage("user", "hi"),), timeout=5))
+        with from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": root + suffix}) as provider:
+            reply = provider.chat(
+                ChatRequest(model="local", messages=(ChatMessage("user", "hi"),), timeout=5)
+            )
         assert reply.text
         assert [r.path for r in server.requests] == ["/v1/chat/completions"]
 

@@ -118,10 +118,11 @@ def test_default_cap_is_32_mib_and_configurable_from_the_environment(server: Fak
     key_var = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google": "GOOGLE_API_KEY"}
     url_var = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "google": "GOOGLE_BASE_URL"}
     env = {key_var[server.flavor]: KEY, url_var[server.flavor]: server.base_url, MAX_RESPONSE_ENV: "2KiB"}
-    provider = ProviderRegistry(env).get(server.flavor)
-    server.enqueue(server.ok("w" * 5000))
-    with pytest.raises(ProviderError, match=r"larger than the 2 KiB limit"):
-        provider.chat(ChatRequest(model="m", messages=(ChatMessage("user", "hi"),), timeout=5))
+    with ProviderRegistry(env) as registry:
+        provider = registry.get(server.flavor)
+        server.enqueue(server.ok("w" * 5000))
+        with pytest.raises(ProviderError, match=r"larger than the 2 KiB limit"):
+            provider.chat(ChatRequest(model="m", messages=(ChatMessage("user", "hi"),), timeout=5))
 
 
 def test_retry_after_zero_or_past_falls_back_to_the_backoff(server: FakeLLMServer, path: str) -> None:

@@ -233,7 +233,8 @@ def test_registry_from_env_end_to_end_with_pricing_and_capture(server: FakeLLMSe
         runtime.chat(f"{server.flavor}:{model}", [{"role": "user", "content": "q"}], temperature=0)
         runtime.chat(f"{server.flavor}:{model}", "again")
 
-    result = track(lambda: track(workflow, capture_correlation={"caseIndex": 0}), capture=sink).value
+    with registry:
+        result = track(lambda: track(workflow, capture_correlation={"caseIndex": 0}), capture=sink).value
     assert result is not None
     assert isinstance(result.error, ProviderError) and result.error.status == 401
     _no_key(result.error)

@@ -19,7 +19,7 @@ from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.openai import OpenAIProvider
 from axl_action.providers.transport import HttpTransport, RetryPolicy
 from axl_action.providers.types import ChatMessage, ChatRequest
-from tests.fakes.llm_servers import FakeLLMServer
+from tests.fakes.llm_servers import OPEN_TRANSPORTS, FakeLLMServer
 
 KEY = "sk-wire-SECRET-0123456789abcdef"
 TLS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "tls"
@@ -132,6 +132,7 @@ def provider(base_url: str, attempts: int = 1, sleeps: list[float] | None = None
         policy=RetryPolicy(max_attempts=attempts, base_delay=0.01),
         sleep=(sleeps.append if sleeps is not None else lambda _s: None),
     )
+    OPEN_TRANSPORTS.append(transport)
     return OpenAIProvider(api_key=KEY, base_url=base_url, transport=transport)
 
 

@@ -777,11 +777,16 @@ def test_a_module_level_async_client_serves_every_item_and_every_run(oa: FakeLLM
                 in_flight[0] -= 1
         return {"output": reply.choices[0].message.content}
 
-    for _run in range(2):  # a second run (a --runs repeat) reuses the client's pooled connections
-        result = run_items(workflow, n=24, concurrency=8)
-        assert [i["outcome"] for i in result["items"]] == ["completed"] * 24, result["items"][0]
-        for item in result["items"]:
-            assert item["accounting"]["usage"]["inputTokens"] == prompt_tokens(item["input"]["n"])
+    try:
+        for _run in range(2):  # a second run (a --runs repeat) reuses the client's pooled connections
+            result = run_items(workflow, n=24, concurrency=8)
+            assert [i["outcome"] for i in result["items"]] == ["completed"] * 24, result["items"][0]
+            for item in result["items"]:
+                assert item["accounting"]["usage"]["inputTokens"] == prompt_tokens(item["input"]["n"])
+    finally:
+        # Its pooled connections belong to the shared loop: closed there (track drives an
+        # awaitable on it), not left for the garbage collector (a ResourceWarning).
+        assert track(client.close).error is None
     assert len(loops) == 1
     assert 1 < peak[0] <= 8  # items overlap on the one loop, bounded by the concurrency
     assert len(oa.requests) == 48

@@ -6,8 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from axl_action.providers.base import HttpProvider
 from axl_action.providers.errors import ProviderConfigError, ProviderError
 from axl_action.providers.mock import MockProvider
+from axl_action.providers.openai import OpenAIProvider
 from axl_action.providers.redact import (
     REDACTED,
     redact_headers,
@@ -156,3 +158,66 @@ def test_builtin_provider_is_rebuilt_when_its_variables_change() -> None:
     env["OPENAI_BASE_URL"] = "http://b:2/v1"
     second = registry.get("openai")
     assert second is not first and second.base_url == "http://b:2/v1"
+
+
+class Closable(MockProvider):
+    """A provider that counts its ``close()`` calls."""
+
+    def __init__(self, name: str = "closable") -> None:
+        super().__init__(name=name)
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_a_rebuilt_provider_is_closed_and_its_successor_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"OPENAI_API_KEY": "sk-first-000000000000", "OPENAI_BASE_URL": "http://a:1/v1"}
+    registry = ProviderRegistry(env=env)
+    first = registry.get("openai")
+    assert isinstance(first, HttpProvider)
+    closed: list[str] = []
+    monkeypatch.setattr(first.transport, "close", lambda: closed.append("first"))
+    assert registry.get("openai") is first and closed == []
+    env["OPENAI_BASE_URL"] = "http://b:2/v1"
+    second = registry.get("openai")
+    assert second is not first and closed == ["first"]
+    assert isinstance(second, HttpProvider)
+    monkeypatch.setattr(second.transport, "close", lambda: closed.append("second"))
+    registry.close()
+    assert closed == ["first", "second"]
+
+
+def test_the_registry_closes_what_it_built_and_leaves_the_callers_instances_open() -> None:
+    mine = Closable("mine")
+    built: list[Closable] = []
+    with ProviderRegistry(env={}) as registry:
+        registry.register("mine", mine)
+        registry.register("lazy", lambda _env: built.append(Closable("lazy")) or built[-1])
+        assert registry.get("lazy") is built[0] and registry.get("mine") is mine
+        registry.register("lazy", lambda _env: Closable("other"))  # replaces the built one
+        assert built[0].closed == 1
+        registry.get("lazy")
+    assert mine.closed == 0
+    # After close() the registry still works: it builds again, and still knows the caller's one.
+    assert registry.get("mine") is mine
+    registry.register("lazy", lambda _env: built.append(Closable("lazy")) or built[-1])
+    first = registry.get("lazy")
+    registry.close()
+    assert first.closed == 1 and registry.get("lazy") is not first and mine.closed == 0
+
+
+def test_an_http_provider_closes_its_transport_when_its_block_ends() -> None:
+    closed: list[str] = []
+
+    class Recording(HttpTransport):
+        def close(self) -> None:
+            closed.append(self.provider)
+            super().close()
+
+    provider = OpenAIProvider(
+        api_key="sk-closing-000000000000", base_url="http://h:1", transport=Recording("openai")
+    )
+    with provider as entered:
+        assert entered is provider
+    assert closed == ["openai"]
