@@ -125,7 +125,26 @@ def str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class HttpProvider(ABC):
+class Closing:
+    """``with`` support for anything with a ``close()``: the provider and the registry share it,
+    so the context-manager protocol is written once."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class HttpProvider(Closing, ABC):
     """Common ``chat`` for JSON-over-HTTP providers, and their configuration from the environment."""
 
     name: str
@@ -147,17 +166,6 @@ class HttpProvider(ABC):
         collector to close (a ``ResourceWarning``). The provider stays usable: a later call
         opens a new connection."""
         self.transport.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @classmethod
     def env_vars(cls) -> tuple[str, ...]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import NamedTuple, Self
+from typing import NamedTuple
 
 import axl_action.providers.anthropic as anthropic
 import axl_action.providers.google as google
 import axl_action.providers.mock as mock
 import axl_action.providers.openai as openai
-from axl_action.providers.base import Provider
+from axl_action.providers.base import Closing, Provider
 from axl_action.providers.errors import ProviderConfigError
 
 ProviderFactory = Callable[[Mapping[str, str]], Provider]
@@ -56,7 +55,7 @@ def parse_model_uri(uri: str) -> tuple[str, str]:
     return provider.strip(), model.strip()
 
 
-class ProviderRegistry:
+class ProviderRegistry(Closing):
     """Factories by provider name, and the instances built from them (one per name, reused
     so connection pools are shared across calls and threads).
 
@@ -157,17 +156,6 @@ class ProviderRegistry:
             closing = [self._instances.pop(name).provider for name in built]
         for provider in closing:
             close_provider(provider)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def resolve(self, uri: str) -> tuple[Provider, str]:
         """The provider and bare model name for ``provider:model``."""
