@@ -69,7 +69,7 @@ class ParallelReads:
             pool = ProcessPoolExecutor(len(self._paths), mp_context=multiprocessing.get_context("fork"))
             self._pool = pool
             # The first submit forks every worker before the pool starts its own thread.
-            self._reads = [pool.submit(_read_in_worker, str(path)) for path in self._paths]
+            self._reads = [_submit(pool, path) for path in self._paths]
         except OSError:  # out of processes or pipes: the files are read here instead
             self.close()
 
@@ -102,6 +102,20 @@ class ParallelReads:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _submit(
+    pool: ProcessPoolExecutor, path: str | os.PathLike[str]
+) -> Future[tuple[str, Any, list[bytes | None]]]:
+    """The read of ``path`` queued on ``pool``. A worker that dies before every read is queued
+    breaks the pool at once, and ``submit`` raises: that read then fails as one whose worker
+    died mid-read, and :func:`_collect` reads the file here (seen under load in CI)."""
+    try:
+        return pool.submit(_read_in_worker, str(path))
+    except BrokenProcessPool as err:
+        failed: Future[tuple[str, Any, list[bytes | None]]] = Future()
+        failed.set_exception(err)
+        return failed
 
 
 def _read_in_worker(path: str) -> tuple[str, Any, list[bytes | None]]:
