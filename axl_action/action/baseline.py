@@ -12,7 +12,7 @@ from datetime import datetime
 
 from axl_action.errors import AxlError
 from axl_action.github.api import GitHubApi
-from axl_action.github.artifacts import FetchedBaseline, fetch_baseline, merge_base
+from axl_action.github.artifacts import BaselineQuery, FetchedBaseline, fetch_baseline, merge_base
 from axl_action.github.baseline_policy import EXPIRED_ON_DOWNLOAD, BaselineChoice
 from axl_action.github.errors import ArtifactError, ArtifactExpiredError, GitHubPermissionError
 from axl_action.schema import ResultFile, parse_result_text
@@ -76,15 +76,14 @@ def locate_baseline(
         except AxlError as err:
             warnings.append(f"could not compute the PR's merge base ({err}); using the newest baseline")
     try:
-        fetched = fetch_baseline(
-            client,
-            repo,
+        query = BaselineQuery(
             artifact_name=artifact_name,
             branch=branch,
             now=now,
             merge_base_sha=merge_base_sha,
             base_sha=pull.base_sha if pull else None,
         )
+        fetched = fetch_baseline(client, repo, query)
     except GitHubPermissionError:
         raise
     except ArtifactExpiredError as err:

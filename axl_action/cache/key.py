@@ -205,15 +205,7 @@ def canonical_json(value: Any, path: str = "") -> Any:
     if kind is float:
         return _canonical_float(value, path)
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise CacheKeyError(
-                    f"Cannot key the request: the object at {_where(path)} has a non-string key {k!r}",
-                    hint="JSON object keys are strings; convert the key before sending",
-                )
-            out[k] = canonical_json(v, f"{path}.{k}" if path else k)
-        return out
+        return _canonical_mapping(value, path)
     if isinstance(value, list | tuple):
         return [canonical_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, bool | str):  # subclasses (an enum of str)
@@ -226,6 +218,18 @@ def canonical_json(value: Any, path: str = "") -> Any:
         f"Cannot key the request: {_where(path)} is a {type(value).__name__}, not a JSON value",
         hint="pass the body as JSON data (dict, list, str, number, bool, None)",
     )
+
+
+def _canonical_mapping(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise CacheKeyError(
+                f"Cannot key the request: the object at {_where(path)} has a non-string key {k!r}",
+                hint="JSON object keys are strings; convert the key before sending",
+            )
+        out[k] = canonical_json(v, f"{path}.{k}" if path else k)
+    return out
 
 
 def _canonical_float(value: float, path: str) -> Any:

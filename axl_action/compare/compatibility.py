@@ -72,6 +72,67 @@ def _cache_note(baseline: RunHeader, candidate: RunHeader) -> str | None:
     )
 
 
+def _dataset_messages(dataset: FingerprintCheck, dataset_items: FingerprintCheck) -> list[str]:
+    if dataset.status == "changed":
+        size = ""
+        if dataset_items.status == "changed":
+            size = f" ({dataset_items.baseline} -> {dataset_items.candidate} items)"
+        return [f"dataset changed{size}: the two sides did not score the same items"]
+    if dataset_items.status == "changed":
+        return [f"dataset size changed ({dataset_items.baseline} -> {dataset_items.candidate} items)"]
+    return []
+
+
+def _scorer_messages(scorers: ScorerSetCheck) -> list[str]:
+    if scorers.status != "changed":
+        return []
+    messages: list[str] = []
+    if scorers.added:
+        messages.append(f"scorers added in the candidate: {', '.join(scorers.added)}")
+    if scorers.removed:
+        messages.append(f"scorers missing from the candidate: {', '.join(scorers.removed)}")
+    for name, (bt, ct) in scorers.type_changed.items():
+        messages.append(f'scorer "{name}" changed type ({bt} -> {ct})')
+    if scorers.definitions_changed:
+        messages.append(
+            "scorer definitions changed (same names and types, different definition hash): "
+            "score moves may come from the scorers, not the workflow"
+        )
+    return messages
+
+
+def _setup_messages(config: FingerprintCheck, pricing: FingerprintCheck) -> list[str]:
+    messages: list[str] = []
+    if config.status == "changed":
+        messages.append("eval configuration changed (for example judge model or prompt)")
+    if pricing.status == "changed":
+        messages.append(
+            f"pricing table changed ({pricing.baseline} -> {pricing.candidate}): "
+            "a cost delta partly reflects new prices"
+        )
+    return messages
+
+
+def _alignment_messages(alignment: Alignment) -> list[str]:
+    messages: list[str] = []
+    if alignment.mode == "key":
+        if alignment.removed_count:
+            messages.append(
+                f"{alignment.removed_count} item(s) only in the baseline: "
+                f"{_listed(alignment.removed, alignment.removed_count)}"
+            )
+        if alignment.added_count:
+            messages.append(
+                f"{alignment.added_count} item(s) only in the candidate: "
+                f"{_listed(alignment.added, alignment.added_count)}"
+            )
+        if alignment.reordered:
+            messages.append("items are in a different order; they were matched by key")
+    if alignment.reason:
+        messages.append(alignment.reason)
+    return messages
+
+
 def check_compatibility(
     baseline: RunHeader, candidate: RunHeader, alignment: Alignment, matched: int
 ) -> Compatibility:
@@ -92,51 +153,15 @@ def check_compatibility(
         reason=alignment.reason,
     )
 
-    messages: list[str] = []
-    if dataset.status == "changed":
-        size = ""
-        if dataset_items.status == "changed":
-            size = f" ({dataset_items.baseline} -> {dataset_items.candidate} items)"
-        messages.append(f"dataset changed{size}: the two sides did not score the same items")
-    elif dataset_items.status == "changed":
-        messages.append(f"dataset size changed ({dataset_items.baseline} -> {dataset_items.candidate} items)")
-    if scorers.status == "changed":
-        if scorers.added:
-            messages.append(f"scorers added in the candidate: {', '.join(scorers.added)}")
-        if scorers.removed:
-            messages.append(f"scorers missing from the candidate: {', '.join(scorers.removed)}")
-        for name, (bt, ct) in scorers.type_changed.items():
-            messages.append(f'scorer "{name}" changed type ({bt} -> {ct})')
-        if scorers.definitions_changed:
-            messages.append(
-                "scorer definitions changed (same names and types, different definition hash): "
-                "score moves may come from the scorers, not the workflow"
-            )
-    if config.status == "changed":
-        messages.append("eval configuration changed (for example judge model or prompt)")
-    if pricing.status == "changed":
-        messages.append(
-            f"pricing table changed ({pricing.baseline} -> {pricing.candidate}): "
-            "a cost delta partly reflects new prices"
-        )
+    messages = [
+        *_dataset_messages(dataset, dataset_items),
+        *_scorer_messages(scorers),
+        *_setup_messages(config, pricing),
+    ]
     cache_note = _cache_note(baseline, candidate)
     if cache_note:
         messages.append(cache_note)
-    if alignment.mode == "key":
-        if alignment.removed_count:
-            messages.append(
-                f"{alignment.removed_count} item(s) only in the baseline: "
-                f"{_listed(alignment.removed, alignment.removed_count)}"
-            )
-        if alignment.added_count:
-            messages.append(
-                f"{alignment.added_count} item(s) only in the candidate: "
-                f"{_listed(alignment.added, alignment.added_count)}"
-            )
-        if alignment.reordered:
-            messages.append("items are in a different order; they were matched by key")
-    if alignment.reason:
-        messages.append(alignment.reason)
+    messages += _alignment_messages(alignment)
 
     checks = [dataset, dataset_items, config, pricing]
     changed = (

@@ -29,13 +29,26 @@ def certify_cost(
     Items and scorers are matched by index like the reference: a cost total covers every
     item, so a side that ran different items did different work regardless of pairing.
     """
-    # 0. A record format this reader does not know says nothing it can vouch for.
+    return (
+        _unknown_version(baseline, candidate)
+        or _unmeasured(baseline, candidate)
+        or _scope_differs(baseline, candidate)
+        or _different_work(baseline, candidate, scorer_names)
+    )
+
+
+def _unknown_version(baseline: Sequence[RunView], candidate: Sequence[RunView]) -> str | None:
+    """Rule 0: a record format this reader does not know says nothing it can vouch for."""
     for side, runs in _sides(baseline, candidate):
         for ra in runs:
             version = read_accounting(ra.header).version
             if version not in KNOWN_ACCOUNTING_VERSIONS:
                 return f"{side} run {ra.id} has an unknown accounting version ({version})."
-    # 1. Both sides measured their spend.
+    return None
+
+
+def _unmeasured(baseline: Sequence[RunView], candidate: Sequence[RunView]) -> str | None:
+    """Rule 1: both sides measured their spend."""
     for side, runs in _sides(baseline, candidate):
         for ra in runs:
             acc = read_accounting(ra.header)
@@ -49,7 +62,11 @@ def certify_cost(
                 return (
                     f"{side} run {ra.id} has incomplete accounting ({reasons}) — its total is a lower bound."
                 )
-    # 2. One scope per side; 3. the same scope on both sides.
+    return None
+
+
+def _scope_differs(baseline: Sequence[RunView], candidate: Sequence[RunView]) -> str | None:
+    """Rules 2 and 3: one accounting scope per side, and the same scope on both sides."""
     scopes: dict[str, str | None] = {}
     for side, runs in _sides(baseline, candidate):
         for ra in runs:
@@ -66,40 +83,53 @@ def certify_cost(
             f'accounting scope differs (baseline "{_js(b_scope)}" vs candidate "{_js(c_scope)}") — '
             "a rescore total covers judging only."
         )
-    # 4. The same work, item by item and scorer by scorer.
+    return None
+
+
+def _different_work(
+    baseline: Sequence[RunView], candidate: Sequence[RunView], scorer_names: Sequence[str]
+) -> str | None:
+    """Rule 4: the same work, run by run, item by item and scorer by scorer."""
     for b, c in zip(baseline, candidate, strict=False):
         if b.size != c.size:
             return (
                 f"item counts differ (baseline {b.size} vs candidate {c.size}) — "
                 "the runs did different amounts of work."
             )
-        ran_b, ran_c = ~b.items.errored, ~c.items.errored
-        mismatch = ran_b != ran_c
-        both = ran_b & ran_c
-        scorer_mismatch = [
-            both & (np.isnan(b.items.column(n).score) != np.isnan(c.items.column(n).score))
-            for n in scorer_names
-        ]
-        any_mismatch = mismatch.copy()
-        for m in scorer_mismatch:
-            any_mismatch |= m
-        if not any_mismatch.any():
-            continue
-        i = int(np.argmax(any_mismatch))
-        if mismatch[i]:
-            if ran_b[i]:
-                return (
-                    f"case coverage differs at item {i}: candidate did not complete it "
-                    f"({c.items.stopped_how(i)}) — the cheaper side did less work."
-                )
+        reason = _coverage_differs(b, c, scorer_names)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _coverage_differs(b: RunView, c: RunView, scorer_names: Sequence[str]) -> str | None:
+    """The first item where one run of a pair completed it, or scored it, and the other did not."""
+    ran_b, ran_c = ~b.items.errored, ~c.items.errored
+    mismatch = ran_b != ran_c
+    both = ran_b & ran_c
+    scorer_mismatch = [
+        both & (np.isnan(b.items.column(n).score) != np.isnan(c.items.column(n).score)) for n in scorer_names
+    ]
+    any_mismatch = mismatch.copy()
+    for m in scorer_mismatch:
+        any_mismatch |= m
+    if not any_mismatch.any():
+        return None
+    i = int(np.argmax(any_mismatch))
+    if mismatch[i]:
+        if ran_b[i]:
             return (
-                f"case coverage differs at item {i}: baseline did not complete it "
-                f"({b.items.stopped_how(i)}) — the cheaper side did less work."
+                f"case coverage differs at item {i}: candidate did not complete it "
+                f"({c.items.stopped_how(i)}) — the cheaper side did less work."
             )
-        for name, m in zip(scorer_names, scorer_mismatch, strict=True):
-            if m[i]:
-                only = "candidate" if np.isnan(b.items.column(name).score[i]) else "baseline"
-                return f'scorer coverage differs for "{name}" at item {i}: only {only} produced a score.'
+        return (
+            f"case coverage differs at item {i}: baseline did not complete it "
+            f"({b.items.stopped_how(i)}) — the cheaper side did less work."
+        )
+    for name, m in zip(scorer_names, scorer_mismatch, strict=True):
+        if m[i]:
+            only = "candidate" if np.isnan(b.items.column(name).score[i]) else "baseline"
+            return f'scorer coverage differs for "{name}" at item {i}: only {only} produced a score.'
     return None
 
 

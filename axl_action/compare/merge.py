@@ -57,39 +57,63 @@ def _stamp(result: EvalResult, label: str) -> tuple[int, int, int]:
     return index, count, total
 
 
+_Stamped = tuple[str, EvalResult, int, int, int]
+"""A shard's (label, result, index, count, total items) as its stamp says."""
+
+
 def _validate(shards: Sequence[tuple[str, EvalResult]]) -> tuple[int, int, list[tuple[str, EvalResult]]]:
     """Check the stamps; return (count, total items, shards ordered by index)."""
-    stamped = [(label, r, *_stamp(r, label)) for label, r in shards]
-    first_label, first, _, count, total = stamped[0]
+    stamped: list[_Stamped] = [(label, r, *_stamp(r, label)) for label, r in shards]
+    _, _, _, count, total = stamped[0]
+    for shard in stamped[1:]:
+        _check_same_eval(shard, stamped[0])
+    _check_indices(stamped, count)
+    ordered = sorted(stamped, key=lambda s: s[2])
+    for label, r, index, _, _ in ordered:
+        expected = len(range(index - 1, total, count))
+        if len(r.items) != expected:
+            raise CompareError(
+                f"{label} (shard {index}/{count}) holds {len(r.items)} items, expected {expected} "
+                f"of a {total}-item dataset",
+                hint="the file was edited or its run did not finish writing",
+            )
+    return count, total, [(label, r) for label, r, *_ in ordered]
+
+
+def _check_same_eval(shard: _Stamped, first_shard: _Stamped) -> None:
+    """A shard belongs with the first one: the same split, dataset (and its version) and scorers."""
+    label, r, _, c, t = shard
+    first_label, first, _, count, total = first_shard
     first_fp = Fingerprint.of(first.metadata)
-    for label, r, _, c, t in stamped[1:]:
-        if c != count:
-            raise CompareError(
-                f"{label} is a shard of {c} but {first_label} is a shard of {count}", hint=_HINT
-            )
-        if t != total:
-            raise CompareError(
-                f"{label} was cut from a dataset of {t} items but {first_label} from one of {total}",
-                hint="every shard must run the same dataset",
-            )
-        if r.dataset != first.dataset:
-            raise CompareError(
-                f'{label} ran dataset "{r.dataset}" but {first_label} ran "{first.dataset}"',
-                hint="merge shards of one eval at a time",
-            )
-        fp = Fingerprint.of(r.metadata)
-        if (fp and fp.dataset) != (first_fp and first_fp.dataset):
-            raise CompareError(
-                f'{label} and {first_label} ran different versions of dataset "{first.dataset}" '
-                "(dataset fingerprints differ)",
-                hint="re-run every shard from the same commit",
-            )
-        if list(r.summary.scorers) != list(first.summary.scorers):
-            raise CompareError(
-                f"{label} ran scorers {', '.join(r.summary.scorers)} but {first_label} ran "
-                f"{', '.join(first.summary.scorers)}",
-                hint="every shard must run the same scorers",
-            )
+    if c != count:
+        raise CompareError(f"{label} is a shard of {c} but {first_label} is a shard of {count}", hint=_HINT)
+    if t != total:
+        raise CompareError(
+            f"{label} was cut from a dataset of {t} items but {first_label} from one of {total}",
+            hint="every shard must run the same dataset",
+        )
+    if r.dataset != first.dataset:
+        raise CompareError(
+            f'{label} ran dataset "{r.dataset}" but {first_label} ran "{first.dataset}"',
+            hint="merge shards of one eval at a time",
+        )
+    fp = Fingerprint.of(r.metadata)
+    if (fp and fp.dataset) != (first_fp and first_fp.dataset):
+        raise CompareError(
+            f'{label} and {first_label} ran different versions of dataset "{first.dataset}" '
+            "(dataset fingerprints differ)",
+            hint="re-run every shard from the same commit",
+        )
+    if list(r.summary.scorers) != list(first.summary.scorers):
+        raise CompareError(
+            f"{label} ran scorers {', '.join(r.summary.scorers)} but {first_label} ran "
+            f"{', '.join(first.summary.scorers)}",
+            hint="every shard must run the same scorers",
+        )
+
+
+def _check_indices(stamped: Sequence[_Stamped], count: int) -> None:
+    """Every index from 1 to ``count`` given exactly once."""
     by_index: dict[int, list[str]] = {}
     for label, _, index, _, _ in stamped:
         by_index.setdefault(index, []).append(label)
@@ -101,16 +125,6 @@ def _validate(shards: Sequence[tuple[str, EvalResult]]) -> tuple[int, int, list[
     if missing:
         listed = ", ".join(f"{i}/{count}" for i in missing)
         raise CompareError(f"missing shard(s) {listed}", hint=_HINT)
-    ordered = sorted(stamped, key=lambda s: s[2])
-    for label, r, index, _, _ in ordered:
-        expected = len(range(index - 1, total, count))
-        if len(r.items) != expected:
-            raise CompareError(
-                f"{label} (shard {index}/{count}) holds {len(r.items)} items, expected {expected} "
-                f"of a {total}-item dataset",
-                hint="the file was edited or its run did not finish writing",
-            )
-    return count, total, [(label, r) for label, r, *_ in ordered]
 
 
 def _rollup(shards: Sequence[EvalResult], counts_key: str) -> dict[str, float]:

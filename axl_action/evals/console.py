@@ -62,18 +62,7 @@ def format_table(view: RunView) -> str:
         + "".join("  " + h.rjust(8) for h in ("Mean", "Min", "Max", "p50", "p95")),
         "  " + "─" * (width + 2 + 10 * 5),
     ]
-    for name, entry in scorers.items():
-        scored, failed, skipped = _sample_counts(view, name, entry)
-        notes = []
-        if failed > 0:
-            notes.append(f"{scored}/{scored + failed} scored, {failed} failed")
-        if skipped > 0:
-            notes.append(f"{skipped} N/A")
-        values = "".join(
-            "  " + ("--" if scored == 0 else to_fixed(getattr(entry, k), 2)).rjust(8)
-            for k in ("mean", "min", "max", "p50", "p95")
-        )
-        lines.append("  " + clean(name).ljust(width) + values + (f"   ({', '.join(notes)})" if notes else ""))
+    lines.extend(_scorer_row(view, name, entry, width) for name, entry in scorers.items())
     timing = summary.timing
     if timing:
         # Every column under its own header (TS prints mean/p50/p95 under Mean/Min/Max).
@@ -99,19 +88,40 @@ def format_table(view: RunView) -> str:
         if extra:
             lines.append(extra)
     lines.extend(format_item_errors(view.items))
+    lines.extend(_scorer_errors(view, summary.count))
+    return "\n".join(lines)
+
+
+def _scorer_row(view: RunView, name: str, entry: ScorerStats, width: int) -> str:
+    """One scorer's row: mean, min, max, p50 and p95, and its failed and N/A counts."""
+    scored, failed, skipped = _sample_counts(view, name, entry)
+    notes = []
+    if failed > 0:
+        notes.append(f"{scored}/{scored + failed} scored, {failed} failed")
+    if skipped > 0:
+        notes.append(f"{skipped} N/A")
+    values = "".join(
+        "  " + ("--" if scored == 0 else to_fixed(getattr(entry, k), 2)).rjust(8)
+        for k in ("mean", "min", "max", "p50", "p95")
+    )
+    return "  " + clean(name).ljust(width) + values + (f"   ({', '.join(notes)})" if notes else "")
+
+
+def _scorer_errors(view: RunView, count: int) -> list[str]:
+    """The scorer errors block: the first 5 distinct messages, and how many items had one."""
     messages: list[str] = []
     for errors in view.items.scorer_errors.values():
         for message in errors:
             if message not in messages:
                 messages.append(message)
+    if not messages:
+        return []
     affected = len(view.items.scorer_errors)
-    if messages:
-        lines.append("")
-        lines.append(f"  Scorer errors ({affected}/{summary.count} items affected):")
-        lines.extend(f"    - {clean(m)}" for m in messages[:5])
-        if len(messages) > 5:
-            lines.append(f"    ... and {len(messages) - 5} more")
-    return "\n".join(lines)
+    lines = ["", f"  Scorer errors ({affected}/{count} items affected):"]
+    lines.extend(f"    - {clean(m)}" for m in messages[:5])
+    if len(messages) > 5:
+        lines.append(f"    ... and {len(messages) - 5} more")
+    return lines
 
 
 def _failures_and_not_run(result: RunHeader) -> tuple[int, int]:

@@ -46,6 +46,12 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
         return {(k if type(k) is str else str(k)): json_safe(v, depth) for k, v in value.items()}
     if kind is list:
         return [json_safe(v, depth) for v in value]
+    return _convert(value, depth)
+
+
+def _convert(value: Any, depth: int) -> Any:
+    """``json_safe`` of a value that is not exactly a str, int, bool, None, float, dict or list
+    (a subclass of one of those, a container, a date, a model, ...); ``depth`` is its own."""
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, float):
@@ -55,11 +61,20 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, list | tuple):
         return [json_safe(v, depth) for v in value]
     if isinstance(value, set | frozenset):
-        items = [json_safe(v, depth) for v in value]
-        try:
-            return sorted(items)
-        except TypeError:
-            return sorted(items, key=repr)
+        return _sorted([json_safe(v, depth) for v in value])
+    return _convert_object(value, depth)
+
+
+def _sorted(items: list[Any]) -> list[Any]:
+    """A set's converted members in order (by ``repr`` when they do not compare)."""
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=repr)
+
+
+def _convert_object(value: Any, depth: int) -> Any:
+    """An enum, a date or time, a decimal, bytes, a pydantic model, a dataclass, or text."""
     if isinstance(value, enum.Enum):
         return json_safe(value.value, depth)
     if isinstance(value, datetime.date | datetime.time):

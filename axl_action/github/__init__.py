@@ -11,10 +11,10 @@ constructors (and :func:`load_context`) read the environment. Typical use by the
 
     # pull_request: compare against the default branch's baseline
     mb = merge_base(gh, ctx.repository, ctx.pull_request.base_sha, ctx.pull_request.head_sha)
-    fetched = fetch_baseline(gh, ctx.repository, artifact_name="axl-eval-baseline",
-                             branch=ctx.pull_request.base_ref, now=datetime.now(UTC),
-                             workflow=ctx.workflow_file,
-                             merge_base_sha=mb, base_sha=ctx.pull_request.base_sha)
+    query = BaselineQuery(artifact_name="axl-eval-baseline", branch=ctx.pull_request.base_ref,
+                          now=datetime.now(UTC), workflow=ctx.workflow_file,
+                          merge_base_sha=mb, base_sha=ctx.pull_request.base_sha)
+    fetched = fetch_baseline(gh, ctx.repository, query)
     ...
     if should_post(mode, verdict, changed, existing=...):
         try:
@@ -36,6 +36,7 @@ from axl_action.github.artifact_upload import (
     zip_files,
 )
 from axl_action.github.artifacts import (
+    BaselineQuery,
     FetchedBaseline,
     download_artifact,
     download_baseline,
@@ -94,6 +95,7 @@ __all__ = [
     "ArtifactUploader",
     "Backoff",
     "BaselineChoice",
+    "BaselineQuery",
     "CommentMode",
     "CommentResult",
     "CommentTooLongError",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -127,27 +128,38 @@ def merge_base(client: GitHubApi, repo: str, base: str, head: str) -> str | None
     return sha if isinstance(sha, str) else None
 
 
+@dataclass(frozen=True, kw_only=True)
+class BaselineQuery:
+    """Which baseline to look for (:func:`find_baseline`, :func:`fetch_baseline`), and how far."""
+
+    artifact_name: str
+    branch: str
+    """The baseline branch (a PR's base branch)."""
+    now: datetime
+    """What counts as expired is judged against this time."""
+    workflow: str | None = None
+    """Only runs of this workflow file."""
+    merge_base_sha: str | None = None
+    base_sha: str | None = None
+    """The PR's merge base and base commit: a baseline on their ancestry is preferred."""
+    max_runs: int = 300
+    max_ancestor_checks: int = 5
+    max_expired_retries: int = 3
+    """:func:`fetch_baseline` chooses again at most this many times when a download expired."""
+
+
 def find_baseline(
-    client: GitHubApi,
-    repo: str,
-    *,
-    artifact_name: str,
-    branch: str,
-    now: datetime,
-    workflow: str | None = None,
-    merge_base_sha: str | None = None,
-    base_sha: str | None = None,
-    max_runs: int = 300,
-    max_ancestor_checks: int = 5,
-    exclude: Mapping[int, str] | None = None,
+    client: GitHubApi, repo: str, query: BaselineQuery, *, exclude: Mapping[int, str] | None = None
 ) -> BaselineChoice | NoBaseline:
     """Gather what ``github.baseline_policy.choose_baseline`` needs, and let it choose.
 
     Lists the artifacts, then (only if one could qualify) the successful push runs, then
     looks up the ancestry of the few commits the policy asks about.
     """
+    artifact_name, branch, workflow = query.artifact_name, query.branch, query.workflow
+    merge_base_sha, base_sha, max_runs = query.merge_base_sha, query.base_sha, query.max_runs
     artifacts = list_artifacts(client, repo, artifact_name)
-    window = Window(max_runs=max_runs, max_ancestor_checks=max_ancestor_checks, workflow=workflow)
+    window = Window(max_runs=max_runs, max_ancestor_checks=query.max_ancestor_checks, workflow=workflow)
     runs: list[WorkflowRunInfo] = []
     if has_plausible(artifacts, name=artifact_name, branch=branch, exclude=exclude):
         runs = list_workflow_runs(
@@ -171,7 +183,7 @@ def find_baseline(
         name=artifact_name,
         branch=branch,
         commits=commits,
-        now=now,
+        now=query.now,
         window=window,
         exclude=exclude,
     )
@@ -311,41 +323,25 @@ class FetchedBaseline(BaseModel):
 def fetch_baseline(
     client: GitHubApi,
     repo: str,
+    query: BaselineQuery,
     *,
-    artifact_name: str,
-    branch: str,
-    now: datetime,
-    workflow: str | None = None,
-    merge_base_sha: str | None = None,
-    base_sha: str | None = None,
     limits: ZipLimits | None = None,
     blob_session: requests.Session | None = None,
-    max_expired_retries: int = 3,
 ) -> FetchedBaseline | NoBaseline:
     """Choose the baseline (:func:`find_baseline`), download and unpack it.
 
     An artifact can expire between listing and download: a 410 marks it skipped and the
-    choice is made again without it (at most ``max_expired_retries`` times).
+    choice is made again without it (at most ``query.max_expired_retries`` times).
     """
     exclude: dict[int, str] = {}
     while True:
-        choice = find_baseline(
-            client,
-            repo,
-            artifact_name=artifact_name,
-            branch=branch,
-            workflow=workflow,
-            merge_base_sha=merge_base_sha,
-            base_sha=base_sha,
-            now=now,
-            exclude=exclude,
-        )
+        choice = find_baseline(client, repo, query, exclude=exclude)
         if isinstance(choice, NoBaseline):
             return choice
         try:
             files = download_baseline(client, repo, choice, limits=limits, blob_session=blob_session)
         except ArtifactExpiredError:
-            if len(exclude) >= max_expired_retries:
+            if len(exclude) >= query.max_expired_retries:
                 raise
             log.warning("Baseline artifact %d expired before download; choosing again", choice.artifact_id)
             exclude[choice.artifact_id] = EXPIRED_ON_DOWNLOAD

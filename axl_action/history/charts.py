@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, replace
 from html import escape
 
 from axl_action.formatting import ms, num, pct, usd, usd_pair
@@ -40,74 +39,113 @@ def _e(text: str, limit: int = 60) -> str:
     return escape(text if len(text) <= limit else text[: limit - 1] + "…", quote=True)
 
 
-def trend_chart(
-    title: str,
-    points: Sequence[Point],
-    candidate: Point | None,
-    *,
-    band: tuple[float, float] | None = None,
-    fmt: Callable[[float | None], str] = num,
-    axis_labels: Callable[[float, float], tuple[str, str]] | None = None,
-    floor: float | None = None,
-    ceiling: float | None = None,
-    first_label: str = "",
-    last_label: str = "",
-) -> str:
-    """A line of ``points`` (oldest first), ``candidate`` last, ``band`` = (centre, ±); the
-    x axis is labelled with ``first_label`` and ``last_label``.
+@dataclass(frozen=True)
+class ChartStyle:
+    """How one trend chart draws its value axis, its noise band and its x-axis labels."""
 
-    The value axis and the band stay inside [``floor``, ``ceiling``] (scores: [0, 1], so a
-    band of ±0.3 around 0.9 does not draw a scale up to 1.2). ``axis_labels(high, low)`` spells
-    the two axis labels together (money: the same digits on both); the left margin grows to
-    fit the longer one."""
-    width, height, pad_r, pad_t, pad_b = 320, 132, 14, 20, 20
+    band: tuple[float, float] | None = None
+    """(centre, ±): the noise band shaded around the newest baseline."""
+    fmt: Callable[[float | None], str] = num
+    """Spells a value (the band's tooltip, and the axis labels without ``axis_labels``)."""
+    axis_labels: Callable[[float, float], tuple[str, str]] | None = None
+    """``axis_labels(high, low)`` spells the two axis labels together (money: the same digits
+    on both)."""
+    floor: float | None = None
+    ceiling: float | None = None
+    """The value axis and the band stay inside [``floor``, ``ceiling``]."""
+    first_label: str = ""
+    last_label: str = ""
+    """The x axis's labels under the first and the last slot."""
+
+
+_WIDTH, _HEIGHT, _PAD_R, _PAD_T, _PAD_B = 320, 132, 14, 20, 20
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The plot's geometry: where a slot and a value are drawn."""
+
+    pad_l: int
+    plot_w: int
+    plot_h: int
+    slots: int
+    step: float
+    low: float
+    high: float
+    high_label: str
+    low_label: str
+
+    def x_of(self, i: float) -> float:
+        return self.pad_l + (i * self.step if self.slots > 1 else self.plot_w / 2)
+
+    def y_of(self, v: float) -> float:
+        return _PAD_T + (self.high - v) / (self.high - self.low) * self.plot_h
+
+
+def _band_edges(style: ChartStyle) -> tuple[float, float] | None:
+    """The band's (low, high), clipped to the style's floor and ceiling."""
+    if style.band is None:
+        return None
+    centre, half = style.band
+    return _clip(centre - half, style.floor, style.ceiling), _clip(centre + half, style.floor, style.ceiling)
+
+
+def _frame(points: Sequence[Point], candidate: Point | None, style: ChartStyle) -> _Frame:
+    """The value range (padded, then clipped to floor and ceiling), the labels and the margins."""
     values = [p.value for p in points if p.value is not None and math.isfinite(p.value)]
     if candidate is not None and candidate.value is not None and math.isfinite(candidate.value):
         values.append(candidate.value)
-    if band is not None:
-        band_low, band_high = (
-            _clip(band[0] - band[1], floor, ceiling),
-            _clip(band[0] + band[1], floor, ceiling),
-        )
-        values += [band_low, band_high]
+    edges = _band_edges(style)
+    if edges is not None:
+        values += [edges[0], edges[1]]
     if not values:
         values = [0.0]
     low, high = min(values), max(values)
     span = high - low
     pad = span * 0.12 if span > 1e-12 else max(abs(high) * 0.1, 0.01)
     low, high = low - pad, high + pad
-    if floor is not None:
-        low = max(low, floor)
-    if ceiling is not None:
-        high = min(high, ceiling)
-    high_label, low_label = axis_labels(high, low) if axis_labels is not None else (fmt(high), fmt(low))
+    if style.floor is not None:
+        low = max(low, style.floor)
+    if style.ceiling is not None:
+        high = min(high, style.ceiling)
+    if style.axis_labels is not None:
+        high_label, low_label = style.axis_labels(high, low)
+    else:
+        high_label, low_label = style.fmt(high), style.fmt(low)
     # About 6 px per character at 10 px: "$0.007488" needs 54 px, more than the 46 of old.
     pad_l = max(46, 8 + 6 * max(len(high_label), len(low_label)))
-    plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
+    plot_w = _WIDTH - pad_l - _PAD_R
     slots = len(points) + (1 if candidate is not None else 0)
     step = plot_w / max(slots - 1, 1) if slots > 1 else 0.0
+    return _Frame(pad_l, plot_w, _HEIGHT - _PAD_T - _PAD_B, slots, step, low, high, high_label, low_label)
 
-    def x_of(i: float) -> float:
-        return pad_l + (i * step if slots > 1 else plot_w / 2)
 
-    def y_of(v: float) -> float:
-        return pad_t + (high - v) / (high - low) * plot_h
-
-    parts = [f'<text x="{pad_l}" y="13" {_FONT} class="c-label h-title">{_e(title)}</text>']
+def _axes(title: str, f: _Frame, style: ChartStyle) -> list[str]:
+    """The title, the x axis, the noise band and the two value labels."""
+    parts = [f'<text x="{f.pad_l}" y="13" {_FONT} class="c-label h-title">{_e(title)}</text>']
     parts.append(
-        f'<line x1="{pad_l}" y1="{pad_t + plot_h}" x2="{pad_l + plot_w}" y2="{pad_t + plot_h}" class="c-axis"/>'
+        f'<line x1="{f.pad_l}" y1="{_PAD_T + f.plot_h}" x2="{f.pad_l + f.plot_w}" y2="{_PAD_T + f.plot_h}" class="c-axis"/>'
     )
-    if band is not None:
-        top, bottom = y_of(band_high), y_of(band_low)
+    edges = _band_edges(style)
+    if style.band is not None and edges is not None:
+        top, bottom = f.y_of(edges[1]), f.y_of(edges[0])
         parts.append(
-            f'<rect x="{pad_l}" y="{top:.1f}" width="{plot_w}" height="{max(bottom - top, 0.5):.1f}" class="h-band">'
-            f"<title>noise band: {_e(fmt(band[0]))} ± {_e(fmt(band[1]))}</title></rect>"
+            f'<rect x="{f.pad_l}" y="{top:.1f}" width="{f.plot_w}" height="{max(bottom - top, 0.5):.1f}" class="h-band">'
+            f"<title>noise band: {_e(style.fmt(style.band[0]))} ± {_e(style.fmt(style.band[1]))}</title></rect>"
         )
-    for label, anchor_y in ((high_label, pad_t + 4), (low_label, pad_t + plot_h)):
+    for label, anchor_y in ((f.high_label, _PAD_T + 4), (f.low_label, _PAD_T + f.plot_h)):
         parts.append(
-            f'<text x="{pad_l - 4}" y="{anchor_y:.1f}" {_FONT} text-anchor="end" class="c-label">{_e(label)}</text>'
+            f'<text x="{f.pad_l - 4}" y="{anchor_y:.1f}" {_FONT} text-anchor="end" class="c-label">{_e(label)}</text>'
         )
-    # The line, broken where a run has no value.
+    return parts
+
+
+def _polylines(points: Sequence[Point], f: _Frame) -> list[str]:
+    """The baseline line, broken where a run has no value."""
     segment: list[str] = []
     lines: list[list[str]] = []
     for i, p in enumerate(points):
@@ -116,25 +154,29 @@ def trend_chart(
                 lines.append(segment)
             segment = []
             continue
-        segment.append(f"{x_of(i):.1f},{y_of(p.value):.1f}")
+        segment.append(f"{f.x_of(i):.1f},{f.y_of(p.value):.1f}")
     if segment:
         lines.append(segment)
-    for seg in lines:
-        if len(seg) > 1:
-            parts.append(f'<polyline points="{" ".join(seg)}" class="h-line"/>')
+    return [f'<polyline points="{" ".join(seg)}" class="h-line"/>' for seg in lines if len(seg) > 1]
+
+
+def _candidate_link(points: Sequence[Point], candidate: Point | None, f: _Frame) -> list[str]:
+    """The dashed link from the newest baseline point with a value to this run's point."""
     last = next(
-        (
-            (i, p)
-            for i, p in reversed(list(enumerate(points)))
-            if p.value is not None and math.isfinite(p.value)
-        ),
+        ((i, p) for i, p in reversed(list(enumerate(points))) if _finite(p.value)),
         None,
     )
-    if candidate is not None and candidate.value is not None and last is not None:
-        parts.append(
-            f'<line x1="{x_of(last[0]):.1f}" y1="{y_of(last[1].value or 0):.1f}" '
-            f'x2="{x_of(len(points)):.1f}" y2="{y_of(candidate.value):.1f}" class="h-link"/>'
-        )
+    if candidate is None or candidate.value is None or last is None:
+        return []
+    return [
+        f'<line x1="{f.x_of(last[0]):.1f}" y1="{f.y_of(last[1].value or 0):.1f}" '
+        f'x2="{f.x_of(len(points)):.1f}" y2="{f.y_of(candidate.value):.1f}" class="h-link"/>'
+    ]
+
+
+def _baseline_marks(points: Sequence[Point], f: _Frame) -> list[str]:
+    """One circle per baseline run with a value, its tip in data-tip and a <title>."""
+    parts = []
     for i, p in enumerate(points):
         if p.value is None or not math.isfinite(p.value):
             continue
@@ -142,27 +184,56 @@ def trend_chart(
         tip = _e(p.tip, 300)
         href = f' data-href="{escape(p.href, quote=True)}"' if p.href else ""
         parts.append(
-            f'<circle cx="{x_of(i):.1f}" cy="{y_of(p.value):.1f}" r="3.2" class="{cls}" tabindex="0" '
+            f'<circle cx="{f.x_of(i):.1f}" cy="{f.y_of(p.value):.1f}" r="3.2" class="{cls}" tabindex="0" '
             f'data-tip="{tip}"{href}><title>{tip}</title></circle>'
         )
-    if first_label and points:
+    return parts
+
+
+def _x_labels(points: Sequence[Point], f: _Frame, style: ChartStyle) -> list[str]:
+    parts = []
+    if style.first_label and points:
         parts.append(
-            f'<text x="{x_of(0):.1f}" y="{height - 5}" {_FONT} class="c-label">{_e(first_label, 24)}</text>'
+            f'<text x="{f.x_of(0):.1f}" y="{_HEIGHT - 5}" {_FONT} class="c-label">{_e(style.first_label, 24)}</text>'
         )
-    if last_label and slots > 1:
+    if style.last_label and f.slots > 1:
         parts.append(
-            f'<text x="{x_of(slots - 1):.1f}" y="{height - 5}" {_FONT} text-anchor="end" class="c-label">'
-            f"{_e(last_label, 24)}</text>"
+            f'<text x="{f.x_of(f.slots - 1):.1f}" y="{_HEIGHT - 5}" {_FONT} text-anchor="end" class="c-label">'
+            f"{_e(style.last_label, 24)}</text>"
         )
-    if candidate is not None and candidate.value is not None and math.isfinite(candidate.value):
-        tip = _e(candidate.tip, 300)
-        cls = "h-cand h-hollow" if candidate.hollow else "h-cand"
-        parts.append(
-            f'<circle cx="{x_of(len(points)):.1f}" cy="{y_of(candidate.value):.1f}" r="4.6" class="{cls}" '
-            f'tabindex="0" data-tip="{tip}"><title>{tip}</title></circle>'
-        )
+    return parts
+
+
+def _candidate_mark(points: Sequence[Point], candidate: Point | None, f: _Frame) -> list[str]:
+    if candidate is None or candidate.value is None or not math.isfinite(candidate.value):
+        return []
+    tip = _e(candidate.tip, 300)
+    cls = "h-cand h-hollow" if candidate.hollow else "h-cand"
+    return [
+        f'<circle cx="{f.x_of(len(points)):.1f}" cy="{f.y_of(candidate.value):.1f}" r="4.6" class="{cls}" '
+        f'tabindex="0" data-tip="{tip}"><title>{tip}</title></circle>'
+    ]
+
+
+def trend_chart(
+    title: str, points: Sequence[Point], candidate: Point | None, style: ChartStyle = ChartStyle()
+) -> str:
+    """A line of ``points`` (oldest first), ``candidate`` last, drawn as ``style`` says.
+
+    The value axis and the band stay inside [``style.floor``, ``style.ceiling``] (scores:
+    [0, 1], so a band of ±0.3 around 0.9 does not draw a scale up to 1.2); the left margin
+    grows to fit the longer axis label."""
+    f = _frame(points, candidate, style)
+    parts = [
+        *_axes(title, f, style),
+        *_polylines(points, f),
+        *_candidate_link(points, candidate, f),
+        *_baseline_marks(points, f),
+        *_x_labels(points, f, style),
+        *_candidate_mark(points, candidate, f),
+    ]
     return (
-        f'<svg class="chart h-chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'<svg class="chart h-chart" viewBox="0 0 {_WIDTH} {_HEIGHT}" width="{_WIDTH}" height="{_HEIGHT}" '
         f'role="img" aria-label="{_e(title, 200)}" xmlns="http://www.w3.org/2000/svg">'
         f"<title>{_e(title, 200)}</title>{''.join(parts)}</svg>"
     )
@@ -195,7 +266,7 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
     first, last = (runs[0].date[:10] if runs else ""), panel.candidate_label
 
     # Every chart spans the same runs, so all share the x-axis labels.
-    chart = partial(trend_chart, first_label=first, last_label=last)
+    axis = ChartStyle(first_label=first, last_label=last)
     for s in panel.scorers[:max_scorers]:
         points = [
             _run_point(
@@ -209,7 +280,8 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
         ]
         cand = _candidate_point(panel, s.candidate_mean, f"{s.name} {num(s.candidate_mean)} · {s.sentence}")
         band = (s.baseline_mean, s.band) if s.band is not None and s.baseline_mean is not None else None
-        out.append(chart(f"{s.name} · {s.band_text}", points, cand, band=band, floor=0.0, ceiling=1.0))
+        style = replace(axis, band=band, floor=0.0, ceiling=1.0)
+        out.append(trend_chart(f"{s.name} · {s.band_text}", points, cand, style))
     cost_points = [
         _run_point(
             r,
@@ -234,9 +306,8 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
     def cost_fmt(x: float | None) -> str:
         return usd(x, 4) if fine and x is not None and x < 10 else usd(x)
 
-    out.append(
-        chart("Cost per run (known)", cost_points, cost_cand, fmt=cost_fmt, axis_labels=usd_pair, floor=0.0)
-    )
+    cost_style = replace(axis, fmt=cost_fmt, axis_labels=usd_pair, floor=0.0)
+    out.append(trend_chart("Cost per run (known)", cost_points, cost_cand, cost_style))
     latency_points = [
         _run_point(
             r,
@@ -248,5 +319,7 @@ def history_charts(panel: HistoryPanel, *, max_scorers: int = 24) -> list[str]:
     latency_cand = _candidate_point(
         panel, panel.candidate_latency_ms, f"mean latency {ms(panel.candidate_latency_ms)}"
     )
-    out.append(chart("Mean item latency", latency_points, latency_cand, fmt=ms, floor=0.0))
+    out.append(
+        trend_chart("Mean item latency", latency_points, latency_cand, replace(axis, fmt=ms, floor=0.0))
+    )
     return out

@@ -106,6 +106,15 @@ def recognise_path(method: str, path: str) -> str | None:
     return None
 
 
+_REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "openai.chat": ("messages",),
+    "openai.responses": ("input",),
+    "openai.embeddings": ("input",),
+    "anthropic.messages": ("messages", "max_tokens"),
+}
+"""The body fields each API needs besides ``model``: a body without them passes unmeasured."""
+
+
 def recognise(api: str, path: str, body: bytes) -> Call | None:
     """The call a request of ``api`` (from :func:`recognise_path`) makes, or ``None`` when its
     body is not the JSON object that API takes (then it passes unmeasured)."""
@@ -116,24 +125,22 @@ def recognise(api: str, path: str, body: bytes) -> Call | None:
     if not isinstance(data, dict):
         return None
     if api == "gemini.generate":
-        match = _GEMINI_PATH.search(path)
-        if match is None:
-            return None
-        return Call(api, "google", match.group(1), match.group(2) == "streamGenerateContent")
+        return _gemini_call(api, path)
     model = data.get("model")
-    if not isinstance(model, str):
+    if not isinstance(model, str) or any(k not in data for k in _REQUIRED_FIELDS.get(api, ())):
         return None
     if api == "openai.embeddings":
-        return Call(api, "openai", model, False) if "input" in data else None
-    if api == "anthropic.messages":
-        if "messages" not in data or "max_tokens" not in data:
-            return None
-        return Call(api, "anthropic", model, data.get("stream") is True)
-    if api == "openai.chat" and "messages" not in data:
+        return Call(api, "openai", model, False)
+    provider = "anthropic" if api == "anthropic.messages" else "openai"
+    return Call(api, provider, model, data.get("stream") is True)
+
+
+def _gemini_call(api: str, path: str) -> Call | None:
+    """Gemini names the model and whether it streams in the path, not the body."""
+    match = _GEMINI_PATH.search(path)
+    if match is None:
         return None
-    if api == "openai.responses" and "input" not in data:
-        return None
-    return Call(api, "openai", model, data.get("stream") is True)
+    return Call(api, "google", match.group(1), match.group(2) == "streamGenerateContent")
 
 
 def wants_usage_injection(call: Call, body: bytes) -> bytes | None:

@@ -138,6 +138,11 @@ class LlamaServer:
         try:
             with urllib.request.urlopen(request, timeout=2) as reply:
                 return bool(reply.status == 200)
+        except urllib.error.HTTPError as exc:
+            # An HTTPError holds the open response (a 503 while the model loads): close it, or
+            # its socket is left to the garbage collector (ResourceWarning under -W error).
+            exc.close()
+            return False
         except (OSError, urllib.error.URLError):
             return False
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from axl_action.github.artifacts import (
+    BaselineQuery,
     FetchedBaseline,
     download_artifact,
     download_baseline,
@@ -44,7 +45,9 @@ class World:
 
     def find(self, **kw: Any) -> BaselineChoice | NoBaseline:
         kw.setdefault("now", NOW)
-        return find_baseline(self.client, self.repo.full_name, artifact_name=NAME, branch="main", **kw)
+        return find_baseline(
+            self.client, self.repo.full_name, BaselineQuery(artifact_name=NAME, branch="main", **kw)
+        )
 
 
 @pytest.fixture
@@ -123,7 +126,7 @@ def test_listing_across_pages(fake_github: FakeGitHub) -> None:
         run = fake_github.add_run(repo, head_sha=sha, created_at=T0 + timedelta(minutes=i))
         fake_github.add_artifact(run, NAME, {"r.json": b"{}"})
     client = GitHubClient(fake_github.api_url, token, sleep=lambda s: None)
-    choice = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW)
+    choice = find_baseline(client, "octo/evals", BaselineQuery(artifact_name=NAME, branch="main", now=NOW))
     assert isinstance(choice, BaselineChoice) and choice.head_sha == shas[-1]
     assert len(fake_github.requests_to("api", "GET", r"/actions/artifacts$")) == 2
     assert len(fake_github.requests_to("api", "GET", r"/actions/runs$")) == 2
@@ -132,11 +135,11 @@ def test_listing_across_pages(fake_github: FakeGitHub) -> None:
 def test_no_baseline_reasons(fake_github: FakeGitHub) -> None:
     repo: FakeRepo = fake_github.add_repo()
     client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=lambda s: None)
-    none = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW)
+    none = find_baseline(client, "octo/evals", BaselineQuery(artifact_name=NAME, branch="main", now=NOW))
     assert isinstance(none, NoBaseline) and "no artifact named" in none.reason
     run = fake_github.add_run(repo, head_sha=fake_github.add_commit())
     fake_github.add_artifact(run, NAME, {"r.json": b"{}"}, expired=True)
-    none = find_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW)
+    none = find_baseline(client, "octo/evals", BaselineQuery(artifact_name=NAME, branch="main", now=NOW))
     assert isinstance(none, NoBaseline) and "expired" in none.reason and len(none.skipped) == 1
 
 
@@ -204,9 +207,8 @@ def test_missing_actions_read_permission(world: World) -> None:
 def test_fetch_falls_back_when_the_chosen_artifact_expires_at_download(world: World) -> None:
     # The listing still says "not expired", but the download answers 410.
     world.gh.fail_next(1, 410, path=rf"/artifacts/{world.arts[3].id}/zip$", message="Artifact has expired")
-    fetched = fetch_baseline(
-        world.client, "octo/evals", artifact_name=NAME, branch="main", now=NOW, merge_base_sha=world.main[3]
-    )
+    query = BaselineQuery(artifact_name=NAME, branch="main", now=NOW, merge_base_sha=world.main[3])
+    fetched = fetch_baseline(world.client, "octo/evals", query)
     assert isinstance(fetched, FetchedBaseline)
     assert fetched.choice.head_sha == world.main[2] and fetched.choice.match == "ancestor"
     assert fetched.files == {"results.json": b'{"commit": 2}'}
@@ -217,7 +219,8 @@ def test_fetch_without_any_baseline(fake_github: FakeGitHub) -> None:
     fake_github.add_repo()
     client = GitHubClient(fake_github.api_url, fake_github.add_token(), sleep=lambda s: None)
     assert isinstance(
-        fetch_baseline(client, "octo/evals", artifact_name=NAME, branch="main", now=NOW), NoBaseline
+        fetch_baseline(client, "octo/evals", BaselineQuery(artifact_name=NAME, branch="main", now=NOW)),
+        NoBaseline,
     )
 
 

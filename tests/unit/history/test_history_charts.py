@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from axl_action.formatting import usd_pair
-from axl_action.history.charts import Point, trend_chart
+from axl_action.history.charts import ChartStyle, Point, trend_chart
 
 
 def _axis_labels(svg: str) -> list[str]:
@@ -22,7 +22,7 @@ def _band(svg: str) -> tuple[float, float]:
 def test_score_axis_and_noise_band_are_clipped_to_zero_and_one() -> None:
     # Means near 0 and 1 with a wide band: once drawn from -0.128 to 1.672.
     points = [Point(v, "") for v in (0.0, 1.0, 0.9, 0.95)]
-    svg = trend_chart("exact", points, Point(1.0, ""), band=(0.9, 0.6), floor=0.0, ceiling=1.0)
+    svg = trend_chart("exact", points, Point(1.0, ""), ChartStyle(band=(0.9, 0.6), floor=0.0, ceiling=1.0))
     assert _axis_labels(svg) == ["1.000", "0.000"]
     top, height = _band(svg)
     # pad_t 20, plot height 92: the band may not leave the plot area.
@@ -31,7 +31,7 @@ def test_score_axis_and_noise_band_are_clipped_to_zero_and_one() -> None:
 
 def test_cost_axis_labels_fit_and_share_their_digits() -> None:
     points = [Point(v, "") for v in (0.007488, 0.0071, 0.00735)]
-    svg = trend_chart("Cost", points, None, axis_labels=usd_pair, floor=0.0)
+    svg = trend_chart("Cost", points, None, ChartStyle(axis_labels=usd_pair, floor=0.0))
     high, low = _axis_labels(svg)
     assert high.startswith("$") and low.startswith("$")
     assert len(high.split(".")[1]) == len(low.split(".")[1])
