@@ -156,32 +156,44 @@ def find_baseline(
     Lists the artifacts, then (only if one could qualify) the successful push runs, then
     looks up the ancestry of the few commits the policy asks about.
     """
-    artifact_name, branch, workflow = query.artifact_name, query.branch, query.workflow
-    merge_base_sha, base_sha, max_runs = query.merge_base_sha, query.base_sha, query.max_runs
-    artifacts = list_artifacts(client, repo, artifact_name)
-    window = Window(max_runs=max_runs, max_ancestor_checks=query.max_ancestor_checks, workflow=workflow)
+    artifacts = list_artifacts(client, repo, query.artifact_name)
+    window = Window(
+        max_runs=query.max_runs, max_ancestor_checks=query.max_ancestor_checks, workflow=query.workflow
+    )
     runs: list[WorkflowRunInfo] = []
-    if has_plausible(artifacts, name=artifact_name, branch=branch, exclude=exclude):
+    if has_plausible(artifacts, name=query.artifact_name, branch=query.branch, exclude=exclude):
         runs = list_workflow_runs(
-            client, repo, workflow=workflow, branch=branch, event="push", status="success", max_items=max_runs
+            client,
+            repo,
+            workflow=query.workflow,
+            branch=query.branch,
+            event="push",
+            status="success",
+            max_items=query.max_runs,
         )
-    commits = Commits(merge_base_sha=merge_base_sha, base_sha=base_sha)
+    commits = Commits(merge_base_sha=query.merge_base_sha, base_sha=query.base_sha)
     target = ancestry_target(commits)
     behind: dict[str, int] = {}
     checks = ancestry_checks(
-        artifacts, runs, name=artifact_name, branch=branch, commits=commits, window=window, exclude=exclude
+        artifacts,
+        runs,
+        name=query.artifact_name,
+        branch=query.branch,
+        commits=commits,
+        window=window,
+        exclude=exclude,
     )
     for sha in checks:
         data = compare_commits(client, repo, sha, target) if target else None
         if data and data.get("status") in ("ahead", "identical"):
             behind[sha] = int(data.get("ahead_by") or 0)
             break  # newest first: the first ancestor is the one chosen
-    commits = Commits(merge_base_sha=merge_base_sha, base_sha=base_sha, behind=behind)
+    commits = Commits(merge_base_sha=query.merge_base_sha, base_sha=query.base_sha, behind=behind)
     return choose_baseline(
         artifacts,
         runs,
-        name=artifact_name,
-        branch=branch,
+        name=query.artifact_name,
+        branch=query.branch,
         commits=commits,
         now=query.now,
         window=window,
