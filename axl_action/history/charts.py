@@ -61,8 +61,11 @@ class ChartStyle:
 _WIDTH, _HEIGHT, _PAD_R, _PAD_T, _PAD_B = 320, 132, 14, 20, 20
 
 
-def _finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
+def _drawn(point: Point | None) -> float | None:
+    """The value a point is drawn at; None when there is none to draw (absent, NaN or inf)."""
+    if point is None or point.value is None or not math.isfinite(point.value):
+        return None
+    return point.value
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,9 @@ def _band_edges(style: ChartStyle) -> tuple[float, float] | None:
 
 def _frame(points: Sequence[Point], candidate: Point | None, style: ChartStyle) -> _Frame:
     """The value range (padded, then clipped to floor and ceiling), the labels and the margins."""
-    values = [p.value for p in points if p.value is not None and math.isfinite(p.value)]
-    if candidate is not None and candidate.value is not None and math.isfinite(candidate.value):
-        values.append(candidate.value)
+    values = [v for p in points if (v := _drawn(p)) is not None]
+    if (c := _drawn(candidate)) is not None:
+        values.append(c)
     edges = _band_edges(style)
     if edges is not None:
         values += [edges[0], edges[1]]
@@ -149,12 +152,13 @@ def _polylines(points: Sequence[Point], f: _Frame) -> list[str]:
     segment: list[str] = []
     lines: list[list[str]] = []
     for i, p in enumerate(points):
-        if p.value is None or not math.isfinite(p.value):
+        value = _drawn(p)
+        if value is None:
             if segment:
                 lines.append(segment)
             segment = []
             continue
-        segment.append(f"{f.x_of(i):.1f},{f.y_of(p.value):.1f}")
+        segment.append(f"{f.x_of(i):.1f},{f.y_of(value):.1f}")
     if segment:
         lines.append(segment)
     return [f'<polyline points="{" ".join(seg)}" class="h-line"/>' for seg in lines if len(seg) > 1]
@@ -163,13 +167,13 @@ def _polylines(points: Sequence[Point], f: _Frame) -> list[str]:
 def _candidate_link(points: Sequence[Point], candidate: Point | None, f: _Frame) -> list[str]:
     """The dashed link from the newest baseline point with a value to this run's point."""
     last = next(
-        ((i, p) for i, p in reversed(list(enumerate(points))) if _finite(p.value)),
+        ((i, v) for i, p in reversed(list(enumerate(points))) if (v := _drawn(p)) is not None),
         None,
     )
     if candidate is None or candidate.value is None or last is None:
         return []
     return [
-        f'<line x1="{f.x_of(last[0]):.1f}" y1="{f.y_of(last[1].value or 0):.1f}" '
+        f'<line x1="{f.x_of(last[0]):.1f}" y1="{f.y_of(last[1]):.1f}" '
         f'x2="{f.x_of(len(points)):.1f}" y2="{f.y_of(candidate.value):.1f}" class="h-link"/>'
     ]
 
@@ -178,13 +182,14 @@ def _baseline_marks(points: Sequence[Point], f: _Frame) -> list[str]:
     """One circle per baseline run with a value, its tip in data-tip and a <title>."""
     parts = []
     for i, p in enumerate(points):
-        if p.value is None or not math.isfinite(p.value):
+        value = _drawn(p)
+        if value is None:
             continue
         cls = "h-pt h-hollow" if p.hollow else "h-pt"
         tip = _e(p.tip, 300)
         href = f' data-href="{escape(p.href, quote=True)}"' if p.href else ""
         parts.append(
-            f'<circle cx="{f.x_of(i):.1f}" cy="{f.y_of(p.value):.1f}" r="3.2" class="{cls}" tabindex="0" '
+            f'<circle cx="{f.x_of(i):.1f}" cy="{f.y_of(value):.1f}" r="3.2" class="{cls}" tabindex="0" '
             f'data-tip="{tip}"{href}><title>{tip}</title></circle>'
         )
     return parts
@@ -205,12 +210,13 @@ def _x_labels(points: Sequence[Point], f: _Frame, style: ChartStyle) -> list[str
 
 
 def _candidate_mark(points: Sequence[Point], candidate: Point | None, f: _Frame) -> list[str]:
-    if candidate is None or candidate.value is None or not math.isfinite(candidate.value):
+    value = _drawn(candidate)
+    if candidate is None or value is None:
         return []
     tip = _e(candidate.tip, 300)
     cls = "h-cand h-hollow" if candidate.hollow else "h-cand"
     return [
-        f'<circle cx="{f.x_of(len(points)):.1f}" cy="{f.y_of(candidate.value):.1f}" r="4.6" class="{cls}" '
+        f'<circle cx="{f.x_of(len(points)):.1f}" cy="{f.y_of(value):.1f}" r="4.6" class="{cls}" '
         f'tabindex="0" data-tip="{tip}"><title>{tip}</title></circle>'
     ]
 
