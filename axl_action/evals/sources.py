@@ -17,6 +17,11 @@ from axl_action.schema.sources import EvalSources, sha256_file, sha256_text
 
 
 def _relative(path: Path, root: Path) -> str | None:
+    # A cheap textual test first: most paths (the standard library, site-packages) are not ours.
+    if not os.path.abspath(path).startswith(str(root)) and not os.path.islink(path):
+        resolved_parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if not resolved_parent.startswith(str(root)):
+            return None
     try:
         return path.resolve().relative_to(root).as_posix()
     except (ValueError, OSError):
@@ -60,7 +65,9 @@ class SourceRecorder:
     def module_files(self, modules: Mapping[str, object] | None = None) -> list[str]:
         """Repository-local modules currently loaded (relative paths)."""
         found: set[str] = set()
-        for module in list((modules if modules is not None else sys.modules).values()):
+        for name, module in list((modules if modules is not None else sys.modules).items()):
+            if name == "axl_action" or name.startswith("axl_action."):
+                continue  # the tool itself: its version is recorded instead
             file = getattr(module, "__file__", None)
             if isinstance(file, str):
                 rel = _relative(Path(file), self.root)
