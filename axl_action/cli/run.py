@@ -183,6 +183,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_capture_flags(parser, calls="provider")
     parser.add_argument("--pricing", metavar="FILE", help="price table overrides (JSON)")
     parser.add_argument(
+        "--sources-root",
+        metavar="DIR",
+        default=None,
+        help="root the recorded source files are relative to (default: the current directory)",
+    )
+    parser.add_argument(
+        "--no-record-sources",
+        dest="record_sources",
+        action="store_false",
+        help="do not record the local files each eval used (metadata.sources)",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="continue the interrupted run recorded in <output>.journal.jsonl: its settled items are "
@@ -266,6 +278,7 @@ def run(argv: list[str]) -> int:
     runtime.cache = cache_from_flags(args, os.environ)
     runtime.stream_usage = args.stream_usage
     interrupt = Interrupt(grace=grace)
+    args.recorder = _source_recorder(args)
     session = _journal(args, interrupt) if args.output else None
     results: list[dict[str, Any]] = []
     written = False
@@ -357,6 +370,8 @@ def _run_files(
     for path in files:
         if cancel.is_set():
             break
+        if args.recorder is not None:
+            args.recorder.start()  # what the file opens while loaded counts for each of its evals
         try:
             evals = load_eval_file(path)
         except AxlError as err:
@@ -435,6 +450,7 @@ def _run_one(
         )
         progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
         cache = runtime.cache
+        recorder = args.recorder
         record = execute_run(
             definition,
             runtime.with_cache(cache.at_repeat(run_index)) if cache is not None else runtime,
@@ -448,6 +464,8 @@ def _run_one(
             prior_accounting=resumed.prior_accounting if resumed is not None else (),
             on_abandoned=functools.partial(interrupt.abandoned, result_id),
         )
+        if recorder is not None:
+            record.wire["metadata"]["sources"] = _sources_record(recorder, loaded, definition, args)
         stamp_resumed(record.wire, resumed)
         if record.view.header.sequential is not None:
             from axl_action.compare.gates import describe_sequential
@@ -558,6 +576,34 @@ def _sequential_plan(args: argparse.Namespace, dataset: str, label: str) -> Any:
             file=sys.stderr,
         )
     return SequentialPlan(baseline=runs, max_repeats=cap, thresholds=args.threshold)
+
+
+def _source_recorder(args: argparse.Namespace) -> Any:
+    """The recorder of ``metadata.sources``, its ``open`` audit hook installed for this command."""
+    if not args.record_sources:
+        return None
+    from axl_action.evals.sources import SourceRecorder
+
+    recorder = SourceRecorder(Path(args.sources_root or Path.cwd()))
+    # Interpreter-wide, and for good: this command alone installs it; it is idle unless active.
+    sys.addaudithook(recorder.on_audit)
+    return recorder
+
+
+def _sources_record(recorder: Any, loaded: Any, definition: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from axl_action.evals.journal.base import tool_version
+
+    folder = loaded.path.parent
+    sources = recorder.record(
+        loaded_modules=[folder / rel for rel in (loaded.sources or {})],
+        dataset_file=definition.dataset.file_path,
+        env_names=definition.env,
+        environ=os.environ,
+        pricing_file=Path(args.pricing) if args.pricing else None,
+        tool_version=tool_version(),
+    )
+    wire: dict[str, Any] = sources.to_wire()
+    return wire
 
 
 def _describe(err: Exception) -> str:

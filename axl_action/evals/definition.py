@@ -45,6 +45,9 @@ class EvalDefinition:
     repeats: int = 1
     """Times each item runs inside one run (``--repeats``; ``evals/repeats.py``): the item's
     ``scores`` hold the mean, ``repeats`` each repeat."""
+    env: list[str] = field(default_factory=list)
+    """Environment variables the eval reads: a change to one re-runs it in a scoped run (only a
+    hash of each value is recorded, in ``metadata.sources.env``)."""
 
 
 def define_eval(
@@ -60,6 +63,7 @@ def define_eval(
     fail_on_item_error_rate: float | None = None,
     metadata: Mapping[str, Any] | None = None,
     repeats: int = 1,
+    env: Sequence[str] = (),
 ) -> EvalDefinition:
     """Define an eval; validation happens when it is loaded or run (see :func:`validate_definition`)."""
     return EvalDefinition(
@@ -74,6 +78,7 @@ def define_eval(
         fail_on_item_error_rate=fail_on_item_error_rate,
         metadata=dict(metadata or {}),
         repeats=repeats,
+        env=list(env),
     )
 
 

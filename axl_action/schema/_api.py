@@ -82,6 +82,7 @@ from axl_action.schema.result import (
     SequentialRecord,
     Stats,
 )
+from axl_action.schema.sources import EvalSources, sha256_bytes, sha256_file, sha256_text
 from axl_action.schema.view import (
     ItemColumns,
     RunView,
@@ -127,6 +128,7 @@ __all__ = [
     "EvalAccounting",
     "EvalItem",
     "EvalResult",
+    "EvalSources",
     "EvalSummary",
     "Fingerprint",
     "ItemColumns",
@@ -202,6 +204,9 @@ __all__ = [
     "scorer_fingerprint",
     "scorer_stats",
     "scorer_values",
+    "sha256_bytes",
+    "sha256_file",
+    "sha256_text",
     "timing_stats",
     "usable",
     "wire_view",

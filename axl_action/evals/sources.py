@@ -1,0 +1,134 @@
+"""Recording the local files an eval used (``metadata.sources``, for scoped runs).
+
+The recorder is plain state: the CLI's ``run`` command installs :meth:`SourceRecorder.on_audit`
+as an audit hook (the only interpreter-wide change, made by that command alone) and asks the
+recorder for one eval's :class:`~axl_action.schema.sources.EvalSources` after it ran. Anything the
+recorder cannot hash marks the record ``unknown``, so the eval re-runs (safe by default).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from axl_action.schema.sources import EvalSources, sha256_file, sha256_text
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    # A cheap textual test first: most paths (the standard library, site-packages) are not ours.
+    if not os.path.abspath(path).startswith(str(root)) and not os.path.islink(path):
+        resolved_parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if not resolved_parent.startswith(str(root)):
+            return None
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+class SourceRecorder:
+    """Collects the repository files opened while active, and the repository modules loaded."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.active = False
+        self.opened: set[str] = set()
+
+    def on_audit(self, event: str, args: tuple[object, ...]) -> None:
+        """Audit hook: note files opened for reading under the root while active."""
+        if event != "open" or not self.active or not args:
+            return
+        target = args[0]
+        if not isinstance(target, (str, os.PathLike)):
+            return
+        mode = args[1] if len(args) > 1 else "r"
+        if isinstance(mode, str) and any(flag in mode for flag in "wax+"):
+            return
+        flags = args[2] if len(args) > 2 else 0
+        if isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            return
+        rel = _relative(Path(os.fsdecode(target)), self.root)
+        if rel is None or rel.startswith(".git/") or "__pycache__/" in rel or rel.endswith(".pyc"):
+            return
+        self.opened.add(rel)
+
+    def start(self) -> None:
+        """Begin one eval's run: forget the files of the previous one."""
+        self.opened = set()
+        self.active = True
+
+    def stop(self) -> None:
+        self.active = False
+
+    def module_files(self, modules: Mapping[str, object] | None = None) -> list[str]:
+        """Repository-local modules currently loaded (relative paths)."""
+        found: set[str] = set()
+        for name, module in list((modules if modules is not None else sys.modules).items()):
+            if name == "axl_action" or name.startswith("axl_action."):
+                continue  # the tool itself: its version is recorded instead
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str):
+                rel = _relative(Path(file), self.root)
+                if rel is not None:
+                    found.add(rel)
+        return sorted(found)
+
+    def record(
+        self,
+        *,
+        loaded_modules: Iterable[Path] = (),
+        dataset_file: Path | None,
+        env_names: Iterable[str],
+        environ: Mapping[str, str],
+        pricing_file: Path | None,
+        tool_version: str,
+        hook_installed: bool = True,
+    ) -> EvalSources:
+        """The record of the eval just run."""
+        problems: list[str] = []
+        if not hook_installed:
+            problems.append("the open audit hook was not installed")
+        local = set(self.module_files())
+        for file in loaded_modules:  # the eval file and the siblings the loader imported
+            rel = _relative(file, self.root)
+            if rel is None:
+                problems.append(f"eval module outside the sources root: {file}")
+            else:
+                local.add(rel)
+        modules = self._digests(sorted(local), problems)
+        data_paths = set(self.opened) - set(modules)
+        if dataset_file is not None:
+            rel = _relative(dataset_file, self.root)
+            if rel is None:
+                problems.append(f"dataset file outside the sources root: {dataset_file}")
+            else:
+                data_paths.add(rel)
+        data = self._digests(sorted(data_paths), problems)
+        env = {name: sha256_text(environ[name]) if name in environ else None for name in env_names}
+        pricing = None
+        if pricing_file is not None:
+            pricing = sha256_file(pricing_file)
+            if pricing is None:
+                problems.append(f"pricing file unreadable: {pricing_file}")
+        return EvalSources(
+            root=".",
+            modules=modules,
+            data=data,
+            env=env,
+            pricing=pricing,
+            tool_version=tool_version,
+            unknown=bool(problems),
+            reason="; ".join(problems) if problems else None,
+        )
+
+    def _digests(self, paths: Iterable[str], problems: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for rel in paths:
+            digest = sha256_file(self.root / rel)
+            if digest is None:
+                problems.append(f"could not read {rel}")
+            else:
+                out[rel] = digest
+        return out

@@ -1,0 +1,108 @@
+"""plan_scope: which evals a pull request re-runs and which it carries from the baseline."""
+
+from __future__ import annotations
+
+from axl_action.action.scoping import FULL_RUN_LABEL, ScopeStamp, not_rerun_line, plan_scope
+from axl_action.schema import EvalSources
+
+EVALS = ["alpha", "beta", "gamma"]
+STAMP = ScopeStamp.of({"model": "m1", "repeats": "1"}, pricing="sha256:p")
+
+
+def _record(prompt: str, data: dict[str, str] | None = None) -> EvalSources:
+    return EvalSources(
+        modules={prompt: "sha256:" + prompt, "helpers.py": "sha256:h"},
+        data=data or {},
+        env={"API_FLAVOUR": "sha256:v"},
+    )
+
+
+RECORDS: dict[str, EvalSources | None] = {
+    "alpha": _record("alpha.py"),
+    "beta": _record("beta.py", {"data/beta.jsonl": "sha256:d"}),
+    "gamma": _record("gamma.py"),
+}
+FILES: dict[str, str | None] = {
+    "alpha.py": "sha256:alpha.py",
+    "beta.py": "sha256:beta.py",
+    "gamma.py": "sha256:gamma.py",
+    "helpers.py": "sha256:h",
+    "data/beta.jsonl": "sha256:d",
+}
+ENV: dict[str, str | None] = {"API_FLAVOUR": "sha256:v"}
+
+
+def _plan(
+    files: dict[str, str | None] = FILES,
+    records: dict[str, EvalSources | None] = RECORDS,
+    env: dict[str, str | None] = ENV,
+    stamp: ScopeStamp = STAMP,
+    baseline_stamp: ScopeStamp | None = STAMP,
+    force: bool = False,
+    labels: tuple[str, ...] = (),
+) -> tuple[list[str], list[str]]:
+    plan = plan_scope(
+        EVALS,
+        records,
+        files,
+        env,
+        baseline_stamp=baseline_stamp,
+        current_stamp=stamp,
+        force=force,
+        labels=labels,
+    )
+    return plan.to_run, plan.carried
+
+
+def test_nothing_changed_carries_every_eval() -> None:
+    assert _plan() == ([], EVALS)
+
+
+def test_one_prompt_changed_reruns_only_that_eval() -> None:
+    assert _plan({**FILES, "beta.py": "sha256:new"}) == (["beta"], ["alpha", "gamma"])
+
+
+def test_shared_helper_changed_reruns_all() -> None:
+    assert _plan({**FILES, "helpers.py": "sha256:new"}) == (EVALS, [])
+
+
+def test_data_file_changed_or_gone_reruns_its_eval() -> None:
+    assert _plan({**FILES, "data/beta.jsonl": "sha256:x"}) == (["beta"], ["alpha", "gamma"])
+    assert _plan({**FILES, "data/beta.jsonl": None}) == (["beta"], ["alpha", "gamma"])
+
+
+def test_force_label_stamp_and_pricing_rerun_all() -> None:
+    assert _plan(force=True) == (EVALS, [])
+    assert _plan(labels=("bug", FULL_RUN_LABEL)) == (EVALS, [])
+    assert _plan(stamp=ScopeStamp.of({"model": "m2", "repeats": "1"}, "sha256:p")) == (EVALS, [])
+    assert _plan(stamp=ScopeStamp.of({"model": "m1", "repeats": "1"}, "sha256:q")) == (EVALS, [])
+    assert _plan(baseline_stamp=None) == (EVALS, [])
+
+
+def test_declared_env_change_reruns() -> None:
+    assert _plan(env={"API_FLAVOUR": "sha256:other"}) == (EVALS, [])
+    assert _plan(env={}) == (EVALS, [])
+
+
+def test_missing_or_unknown_record_reruns() -> None:
+    assert _plan(records={**RECORDS, "alpha": None}) == (["alpha"], ["beta", "gamma"])
+    unknown = EvalSources(unknown=True, reason="audit hook unavailable")
+    assert _plan(records={**RECORDS, "gamma": unknown}) == (["gamma"], ["alpha", "beta"])
+    assert _plan(records={}) == (EVALS, [])
+
+
+def test_stamp_is_order_independent_and_line_lists_carried() -> None:
+    assert ScopeStamp.of({"a": "1", "b": "2"}, None) == ScopeStamp.of({"b": "2", "a": "1"}, None)
+    plan = plan_scope(
+        EVALS, RECORDS, {**FILES, "alpha.py": None}, ENV, baseline_stamp=STAMP, current_stamp=STAMP
+    )
+    assert not_rerun_line(plan) == "Not re-run: `beta`, `gamma` (unchanged, not re-run)"
+    assert plan.decisions[0].reason == "file-changed"
+    assert plan.decisions[0].detail == "alpha.py"
+
+
+def test_sources_round_trip_through_wire() -> None:
+    record = EvalSources(modules={"a.py": "sha256:1"}, pricing="sha256:p", tool_version="1.0")
+    wire = record.to_wire()
+    assert wire == {"modules": {"a.py": "sha256:1"}, "pricing": "sha256:p", "toolVersion": "1.0"}
+    assert EvalSources.model_validate(wire) == record
