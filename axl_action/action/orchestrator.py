@@ -60,6 +60,14 @@ from axl_action.action.relay import (
     verify_target,
 )
 from axl_action.action.resume import JOURNAL_FILE, describe, fetch_journal, journal_artifact_name
+from axl_action.action.scope_step import (
+    SCOPE_NAME,
+    ScopedRun,
+    describe_scope,
+    plan_scoped_run,
+    scoped_runner,
+    stamp_bytes,
+)
 from axl_action.action.sequential_step import sequential_flags
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionPublishError, AxlError
@@ -128,6 +136,7 @@ class RunContext:
     pr_head_sha: str | None = None
     pr_base_sha: str | None = None
     is_fork: bool = False
+    pr_labels: tuple[str, ...] = ()
     run_id: str | None = None
     run_attempt: str | None = None
     server_url: str = "https://github.com"
@@ -151,6 +160,7 @@ class RunContext:
             pr_head_sha=pr.head_sha if pr else None,
             pr_base_sha=pr.base_sha if pr else None,
             is_fork=pr.is_fork if pr else False,
+            pr_labels=pr.labels if pr else (),
             run_id=str(ctx.run_id),
             run_attempt=str(ctx.run_attempt),
             server_url=ctx.server_url,
@@ -273,15 +283,20 @@ def baseline_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionO
 def compare_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
     """``compare``: run, compare with the baseline, comment on the PR (if any), gate.
 
-    Under ``repeats: auto`` the baseline is found first: the runner's rounds decide against it
-    (``action/sequential_step.py``)."""
+    Eval files find the baseline first (one search, used again for the comparison): an eval
+    none of whose recorded files changed since is not re-run (``action/scope_step.py``), and
+    under ``repeats: auto`` the runner's rounds decide against it (``action/sequential_step.py``)."""
     steps = _Steps(job.commands)
     found: tuple[BaselineLookup, BaselineHistory] | None = None
     extra: tuple[str, ...] = ()
-    if job.settings.repeats == "auto":
+    if job.settings.source == "evals":
         lookup = _find_baseline(job)
         found = (lookup, _baseline_history(job, lookup))
-        extra = sequential_flags(job.settings, *found, job.scratch)
+        if job.settings.repeats == "auto":
+            extra = sequential_flags(job.settings, *found, job.scratch)
+        scoped = _plan_scope(job, lookup, env)
+        if scoped is not None:
+            run_evals = scoped_runner(run_evals, scoped)
     produced = _produce(job, run_evals, env, steps, extra=extra)
     if isinstance(produced, ActionOutcome):
         return produced
@@ -289,6 +304,20 @@ def compare_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOu
         lookup = _find_baseline(job)
         found = (lookup, _baseline_history(job, lookup))
     return _gate_and_publish(job, produced, found[0], steps, history=found[1])
+
+
+def _plan_scope(job: Job, lookup: BaselineLookup, env: dict[str, str]) -> ScopedRun | None:
+    """Which eval files this pull request re-runs (None: all of them, as configured)."""
+    if job.ctx.pr_number is None:
+        return None
+    with job.commands.group("Plan the scoped run"):
+        scoped = plan_scoped_run(job.settings, lookup, workdir=job.workdir, env=env, labels=job.ctx.pr_labels)
+        if scoped is None:
+            print("Every eval runs: there is no baseline with recorded sources to scope against.")
+            return None
+        for line in describe_scope(scoped):
+            print(line)
+        return scoped
 
 
 def shard_mode(job: Job, run_evals: RunEvals, env: dict[str, str]) -> ActionOutcome:
@@ -947,6 +976,9 @@ def _publish_baseline(
             hint="run the action as a container step (uses:), not from a run: step; self-hosted runners need v2.308+",
         )
     files = {RESULTS_NAME: Path(candidate.path).read_bytes()}
+    if job.settings.source == "evals":
+        # What a pull request checks, besides files, before it carries this baseline's results.
+        files[SCOPE_NAME] = stamp_bytes(job.settings, job.workdir)
     stored = None
     if job.settings.history_limit > 0:
         # A history that cannot be built never costs the baseline itself.

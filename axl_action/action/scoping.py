@@ -1,7 +1,8 @@
 """Scoped runs: which evals a pull request must re-run, and which it carries from the baseline.
 
 Pure: the baseline's recorded sources, the current file digests and the current inputs stamp go
-in, a plan comes out. ``scope_step`` is the edge that reads the files. Safe by default: anything
+in, a plan comes out. ``scope_step`` is the edge that reads the files, and the report says
+which results were carried (``report.context``). Safe by default: anything
 not known for certain (no record, an unreadable file, a changed stamp) means the eval re-runs.
 """
 
@@ -131,11 +132,3 @@ def plan_scope(
     return ScopePlan(
         decisions=[_decide(n, baseline_sources.get(n), current_files, current_env) for n in evals]
     )
-
-
-def not_rerun_line(plan: ScopePlan) -> str | None:
-    """The comment / summary line listing the carried evals (None when every eval ran)."""
-    carried = plan.carried
-    if not carried:
-        return None
-    return "Not re-run: " + ", ".join(f"`{n}`" for n in carried) + " (unchanged, not re-run)"

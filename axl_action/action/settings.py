@@ -151,6 +151,10 @@ class ActionSettings(BaseModel):
     """Add ``stream_options.include_usage`` to the app's OpenAI streaming requests so their
     tokens are measured (false: ``--no-stream-usage``; such calls settle ``usage_missing``)."""
 
+    force_run: bool = False
+    """Re-run every eval on a pull request, even those the scoped run would carry over from the
+    baseline because none of their recorded files changed (``action/scope_step.py``)."""
+
     cache: CacheMode = "off"
     """The response cache (``--cache``, docs/cache.md), kept between runs in the GitHub Actions
     cache: ``off``, ``read``, ``write``, ``on`` or ``replay``."""
@@ -348,6 +352,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "working-directory": _path,
     "capture-requests": _bool,
     "stream-usage": _bool,
+    "force-run": _bool,
     "cache": _choice(CACHE_MODES),
 }
 

@@ -595,6 +595,7 @@ def _sources_record(recorder: Any, loaded: Any, definition: Any, args: argparse.
 
     folder = loaded.path.parent
     sources = recorder.record(
+        eval_file=loaded.path,
         loaded_modules=[folder / rel for rel in (loaded.sources or {})],
         dataset_file=definition.dataset.file_path,
         env_names=definition.env,

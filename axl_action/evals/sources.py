@@ -78,6 +78,7 @@ class SourceRecorder:
     def record(
         self,
         *,
+        eval_file: Path | None = None,
         loaded_modules: Iterable[Path] = (),
         dataset_file: Path | None,
         env_names: Iterable[str],
@@ -91,6 +92,9 @@ class SourceRecorder:
         if not hook_installed:
             problems.append("the open audit hook was not installed")
         local = set(self.module_files())
+        eval_rel = _relative(eval_file, self.root) if eval_file is not None else None
+        if eval_file is not None and eval_rel is None:
+            problems.append(f"eval file outside the sources root: {eval_file}")
         for file in loaded_modules:  # the eval file and the siblings the loader imported
             rel = _relative(file, self.root)
             if rel is None:
@@ -114,6 +118,7 @@ class SourceRecorder:
                 problems.append(f"pricing file unreadable: {pricing_file}")
         return EvalSources(
             root=".",
+            eval_file=eval_rel,
             modules=modules,
             data=data,
             env=env,

@@ -44,6 +44,8 @@ class PullRequestContext(BaseModel):
     """True when the head lives in another repository: the token is read-only, no secrets."""
     html_url: str | None = None
     """Link to the PR."""
+    labels: tuple[str, ...] = ()
+    """The PR's label names when the event fired (``axl-eval:full-run`` re-runs every eval)."""
 
 
 class WorkflowRunTrigger(BaseModel):
@@ -334,7 +336,15 @@ def _pull_request(
         head_repo_full_name=head_name,
         is_fork=is_fork,
         html_url=_str(pr, "html_url"),
+        labels=_label_names(pr.get("labels")),
     )
+
+
+def _label_names(raw: Any) -> tuple[str, ...]:
+    """``pull_request.labels[].name``; anything not shaped as a label is skipped, not fatal."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(str(e["name"]) for e in raw if isinstance(e, dict) and isinstance(e.get("name"), str))
 
 
 def _workflow_run(

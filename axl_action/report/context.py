@@ -286,6 +286,21 @@ def _repeats_line(view: RunView, runs: Sequence[EvalResult]) -> str | None:
     return f"{head}; tries passed (score >= {DEFAULT_PASS_SCORE:g}): {shown}"
 
 
+def _not_rerun_line(runs: Sequence[EvalResult]) -> str | None:
+    """The evals a scoped run carried from its baseline (``metadata.carriedOver``), by eval file."""
+    carried: dict[str, None] = {}
+    for run in runs:
+        if run.carried_over is not None:
+            sources = run.sources
+            carried.setdefault(sources.eval_file if sources and sources.eval_file else run.dataset, None)
+    if not carried:
+        return None
+    return (
+        f"{', '.join(carried)} (unchanged, not re-run: no file it used, declared env var or input "
+        "changed since the baseline, whose results were carried over)"
+    )
+
+
 def _build(
     candidate: EvalResult | Sequence[EvalResult],
     baseline: EvalResult | Sequence[EvalResult] | None,
@@ -394,6 +409,7 @@ def _build(
         budget_line=_strip(format_budget_line(acc), "Budget:"),
         coverage_line=coverage_line,
         repeats_line=repeats_line,
+        not_rerun_line=_not_rerun_line(c_runs),
         ci_label=f"{format_level(comparison.alpha)}% CI" if comparison is not None else "95% CI",
         failure_causes=causes,
         timing=timing,

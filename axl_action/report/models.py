@@ -343,6 +343,9 @@ class ReportContext(_Model):
     repeats_line: str | None = None
     """``5 per item; tries passed (score >= 0.5): accuracy 90.0% (18/20)`` when the candidate
     ran its items ``repeats: N`` times."""
+    not_rerun_line: str | None = None
+    """``triage_eval.py: unchanged since the baseline, ...`` when a scoped pull-request run
+    carried some evals' baseline results instead of re-running them (``metadata.carriedOver``)."""
     ci_label: str = "95% CI"
     """The interval column's name: ``99% CI`` when a ``repeats: auto`` candidate was compared at
     the level of one look (``evals/sequential.py``)."""

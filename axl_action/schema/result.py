@@ -19,6 +19,7 @@ from pydantic import (
 
 from axl_action.schema.accounting import Accounting, EvalAccounting
 from axl_action.schema.base import CompleteWireModel, OrderedWireModel, WireModel
+from axl_action.schema.sources import CarriedOver, EvalSources
 
 ItemOutcome = Literal["completed", "failed", "cancelled", "budget_skipped", "budget_interrupted"]
 ScorerOutcome = Literal["scored", "failed", "skipped", "cancelled", "budget_skipped", "budget_interrupted"]
@@ -384,6 +385,14 @@ class SequentialRecord(WireModel):
     """Why the rounds ran without comparing, when they did."""
 
 
+_EXTENSIONS: dict[str, type[WireModel]] = {
+    "sequential": SequentialRecord,
+    "sources": EvalSources,
+    "carriedOver": CarriedOver,
+}
+"""Our own ``metadata`` keys, each checked by its model where the file is read."""
+
+
 class RunHeader(CompleteWireModel):
     """Everything of one eval run except its items: what a run view carries beside its columns.
 
@@ -416,13 +425,15 @@ class RunHeader(CompleteWireModel):
     @classmethod
     def _known_extensions(cls, value: dict[str, Any]) -> dict[str, Any]:
         # Our own extension keys are checked where the file is read, with the reader's path.
-        raw = value.get("sequential")
-        if raw is not None:
+        for key, model in _EXTENSIONS.items():
+            raw = value.get(key)
+            if raw is None:
+                continue
             try:
-                SequentialRecord.model_validate(raw)
+                model.model_validate(raw)
             except ValidationError as err:
                 first = err.errors()[0]
-                where = ".".join(str(part) for part in ("sequential", *first["loc"]))
+                where = ".".join(str(part) for part in (key, *first["loc"]))
                 raise ValueError(f"{where}: {first['msg']}") from None
         return value
 
@@ -431,6 +442,18 @@ class RunHeader(CompleteWireModel):
         """``metadata.sequential`` of a ``repeats: auto`` run (None for any other run)."""
         raw = self.metadata.get("sequential")
         return SequentialRecord.model_validate(raw) if raw is not None else None
+
+    @property
+    def sources(self) -> EvalSources | None:
+        """``metadata.sources``: the local files the eval used (None when not recorded)."""
+        raw = self.metadata.get("sources")
+        return EvalSources.model_validate(raw) if raw is not None else None
+
+    @property
+    def carried_over(self) -> CarriedOver | None:
+        """``metadata.carriedOver`` of a result a scoped run copied from its baseline."""
+        raw = self.metadata.get("carriedOver")
+        return CarriedOver.model_validate(raw) if raw is not None else None
 
     @property
     def is_legacy(self) -> bool:

@@ -37,6 +37,8 @@ class EvalSources(WireModel):
 
     root: str = "."
     """The sources root the paths are relative to (as given to ``--sources-root``)."""
+    eval_file: str | None = None
+    """The eval file itself, relative to the root (``evalFile``): a scoped run re-runs a file."""
     modules: dict[str, str] = Field(default_factory=dict)
     """Repository-local modules imported by the eval: relative path -> digest."""
     data: dict[str, str] = Field(default_factory=dict)
@@ -55,3 +57,18 @@ class EvalSources(WireModel):
     def files(self) -> dict[str, str]:
         """Every recorded file (modules and data) by relative path."""
         return {**self.modules, **self.data}
+
+
+class CarriedOver(WireModel):
+    """``metadata.carriedOver``: a result a scoped pull-request run did not re-run.
+
+    Its items, scores and costs are the baseline's, copied unchanged, because none of the files
+    the eval used changed since (``action/scope_step.py``). An axl-eval 0.24 reader ignores it.
+    """
+
+    reason: str = "unchanged"
+    """Why it was not re-run (``unchanged``: no recorded file, declared env var or input changed)."""
+    baseline_run_id: str | None = None
+    """The workflow run that produced the baseline it was copied from."""
+    baseline_commit: str | None = None
+    """That run's commit."""

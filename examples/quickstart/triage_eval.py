@@ -65,6 +65,8 @@ def no_invented_order_id(output: dict[str, Any]) -> float:
 
 eval = define_eval(
     workflow="ticket-triage",
+    # Read at import time; declared so a scoped PR run re-runs this eval when it changes.
+    env=["QUICKSTART_VARIANT"],
     dataset=dataset(
         "support-tickets",
         file="tickets.jsonl",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from axl_action.action.scoping import FULL_RUN_LABEL, ScopeStamp, not_rerun_line, plan_scope
+from axl_action.action.scoping import FULL_RUN_LABEL, ScopeStamp, plan_scope
 from axl_action.schema import EvalSources
 
 EVALS = ["alpha", "beta", "gamma"]
@@ -91,12 +91,12 @@ def test_missing_or_unknown_record_reruns() -> None:
     assert _plan(records={}) == (EVALS, [])
 
 
-def test_stamp_is_order_independent_and_line_lists_carried() -> None:
+def test_stamp_is_order_independent_and_a_changed_file_is_named() -> None:
     assert ScopeStamp.of({"a": "1", "b": "2"}, None) == ScopeStamp.of({"b": "2", "a": "1"}, None)
     plan = plan_scope(
         EVALS, RECORDS, {**FILES, "alpha.py": None}, ENV, baseline_stamp=STAMP, current_stamp=STAMP
     )
-    assert not_rerun_line(plan) == "Not re-run: `beta`, `gamma` (unchanged, not re-run)"
+    assert plan.carried == ["beta", "gamma"]
     assert plan.decisions[0].reason == "file-changed"
     assert plan.decisions[0].detail == "alpha.py"
 
