@@ -166,7 +166,7 @@ def test_a_first_baseline_stores_a_history_of_its_own_row(tmp_path: Path) -> Non
     [row] = [e.summary for e in h.entries]
     assert (row.run_id, row.commit, row.dataset) == ("99", "c" * 40, "math-20")
     _, up0, _ = _baseline_run(tmp_path / "off", **{"HISTORY-LIMIT": "0"})
-    assert sorted(up0.uploads["axl-eval-baseline"]) == ["results.json"]
+    assert sorted(up0.uploads["axl-eval-baseline"]) == ["results.json", "scope.json"]
 
 
 def test_a_history_that_cannot_be_built_never_costs_the_baseline(
@@ -180,7 +180,7 @@ def test_a_history_that_cannot_be_built_never_costs_the_baseline(
     monkeypatch.setattr(orchestrator, "extend_history", broken)
     outcome, up, cmds = _baseline_run(tmp_path)
     assert outcome.exit_code == 0
-    assert sorted(up.uploads["axl-eval-baseline"]) == ["results.json"]
+    assert sorted(up.uploads["axl-eval-baseline"]) == ["results.json", "scope.json"]
     assert "baseline artifact" in outcome.published
     assert outcome.problems == ["baseline history: RuntimeError: disk full"]
     assert (
