@@ -178,8 +178,7 @@ def plan_scoped_run(
         labels=tuple(labels),
     )
     mark = CarriedOver(
-        reason="unchanged",
-        baseline_run_id=str(lookup.choice.run_id), baseline_commit=lookup.choice.head_sha
+        reason="unchanged", baseline_run_id=str(lookup.choice.run_id), baseline_commit=lookup.choice.head_sha
     ).to_wire()
     carried = {name: [_marked(e, mark) for e in by_file[name]] for name in plan.carried}
     return ScopedRun(plan=plan, carried=carried)
