@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from axl_action.action.scoping import FULL_RUN_LABEL, ScopeStamp, plan_scope
 from axl_action.schema import EvalSources
 
@@ -106,3 +108,43 @@ def test_sources_round_trip_through_wire() -> None:
     wire = record.to_wire()
     assert wire == {"modules": {"a.py": "sha256:1"}, "pricing": "sha256:p", "toolVersion": "1.0"}
     assert EvalSources.model_validate(wire) == record
+
+
+def test_labels_come_from_the_event_and_odd_entries_are_skipped() -> None:
+    from axl_action.github.event import _label_names
+
+    raw = [{"name": "axl-eval:full-run"}, {"name": 3}, "bug", {"color": "fff"}, {"name": "docs"}]
+    assert _label_names(raw) == ("axl-eval:full-run", "docs")
+    assert _label_names(None) == () and _label_names({"name": "x"}) == ()
+
+
+def test_eval_files_are_named_relative_to_the_working_directory(tmp_path: Path) -> None:
+    from axl_action.action.scope_step import eval_files
+
+    (tmp_path / "evals").mkdir()
+    for name in ("b_eval.py", "a_eval.py", "helpers.py"):
+        (tmp_path / "evals" / name).write_text("")
+    assert eval_files(["evals"], tmp_path) == ["evals/a_eval.py", "evals/b_eval.py"]
+    assert eval_files(["evals/*_eval.py", "evals/a_eval.py"], tmp_path) == [
+        "evals/a_eval.py",
+        "evals/b_eval.py",
+    ]
+    assert eval_files(["nothing/*.py"], tmp_path) is None  # the runner says why
+    assert eval_files([str(tmp_path.parent)], tmp_path) is None
+
+
+def test_the_stamp_follows_the_inputs_that_reach_the_runner(tmp_path: Path) -> None:
+    from axl_action.action.scope_step import current_stamp
+    from axl_action.action.settings import read_settings
+
+    def stamp(**inputs: str) -> ScopeStamp:
+        env = {f"INPUT_{k.upper()}": v for k, v in {"evals": "a_eval.py", **inputs}.items()}
+        return current_stamp(read_settings(env), tmp_path)
+
+    assert stamp() == stamp(threshold="0.1", comment="off", **{"force-run": "true"})
+    assert stamp() != stamp(runs="3")
+    assert stamp() != stamp(setup="pip install x")
+    (tmp_path / "prices.json").write_text("{}")
+    with_pricing = stamp(pricing="prices.json")
+    (tmp_path / "prices.json").write_text('{"m": {}}')
+    assert stamp(pricing="prices.json").pricing != with_pricing.pricing
