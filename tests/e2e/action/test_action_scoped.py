@@ -8,7 +8,10 @@ marked ``metadata.carriedOver``.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -224,3 +227,36 @@ def test_a_file_that_could_not_be_recorded_re_runs(h: Harness) -> None:
     runs = _pr(h, 5, ("d",))
     assert _ran(h) == {"d"}
     assert "d_eval.py: runs: record-unknown (could not read scratch.txt)" in runs["d"].log
+
+
+def _rewrite_baseline(h: Harness, suite: str, change: Any) -> None:
+    """Edit a stored baseline artifact's files as an older action would have written them."""
+    [stored] = h.artifacts(f"axl-eval-baseline-{suite}")
+    files = change(_unzip(stored.data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    stored.data = buf.getvalue()
+    stored.digest = "sha256:" + hashlib.sha256(stored.data).hexdigest() if stored.digest else None
+
+
+def test_a_baseline_without_records_or_stamp_re_runs_everything(h: Harness) -> None:
+    _push_baselines(h)
+
+    def no_stamp(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {k: v for k, v in files.items() if k != "scope.json"}
+
+    def no_sources(files: dict[str, bytes]) -> dict[str, bytes]:
+        results = json.loads(files["results.json"])
+        del results["metadata"]["sources"]
+        return {**files, "results.json": json.dumps(results).encode()}
+
+    _rewrite_baseline(h, "a", no_stamp)
+    _rewrite_baseline(h, "b", no_sources)
+    runs = _pr(h, 5)
+    assert _ran(h) == {"a", "b"}
+    assert "a_eval.py: runs: no-baseline-stamp" in runs["a"].log
+    assert "b_eval.py: runs: no-record" in runs["b"].log
+    assert "Not re-run" not in _comment(h, 5, "a") and "Not re-run" not in _comment(h, 5, "b")
+    assert "Not re-run" in _comment(h, 5, "c")
