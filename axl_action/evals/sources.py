@@ -16,14 +16,25 @@ from pathlib import Path
 from axl_action.schema.sources import EvalSources, sha256_file, sha256_text
 
 
-def _relative(path: Path, root: Path) -> str | None:
-    # A cheap textual test first: most paths (the standard library, site-packages) are not ours.
-    if not os.path.abspath(path).startswith(str(root)) and not os.path.islink(path):
-        resolved_parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
-        if not resolved_parent.startswith(str(root)):
+def _relative(path: str | Path, root: Path, folders: dict[str, str] | None = None) -> str | None:
+    """``path`` relative to ``root`` (symlinks resolved), or None when it lies outside.
+
+    A cheap textual test first: most paths (the standard library, site-packages) are not ours.
+    Such a path can still reach the root through a symlinked folder, so its folder is resolved;
+    ``folders`` caches those resolutions (hundreds of modules share a few dozen folders).
+    """
+    absolute = os.path.abspath(path)
+    if not absolute.startswith(str(root)) and not os.path.islink(absolute):
+        folder = os.path.dirname(absolute)
+        resolved = folders.get(folder) if folders is not None else None
+        if resolved is None:
+            resolved = os.path.realpath(folder)
+            if folders is not None:
+                folders[folder] = resolved
+        if not resolved.startswith(str(root)):
             return None
     try:
-        return path.resolve().relative_to(root).as_posix()
+        return Path(path).resolve().relative_to(root).as_posix()
     except (ValueError, OSError):
         return None
 
@@ -65,12 +76,13 @@ class SourceRecorder:
     def module_files(self, modules: Mapping[str, object] | None = None) -> list[str]:
         """Repository-local modules currently loaded (relative paths)."""
         found: set[str] = set()
+        folders: dict[str, str] = {}
         for name, module in list((modules if modules is not None else sys.modules).items()):
             if name == "axl_action" or name.startswith("axl_action."):
                 continue  # the tool itself: its version is recorded instead
             file = getattr(module, "__file__", None)
             if isinstance(file, str):
-                rel = _relative(Path(file), self.root)
+                rel = _relative(file, self.root, folders)
                 if rel is not None:
                     found.add(rel)
         return sorted(found)
