@@ -630,22 +630,7 @@ class Exchange:
         reply = self._reply
         end = time.perf_counter()
         logical.wire_ms += (end - self._t0) * 1000.0
-        problem = broken
-        usage: TokenUsage | None = None
-        parsed: Any = None
-        if problem is None and body is not None:
-            try:
-                parsed = orjson.loads(body)
-                reply.body(parsed)
-            except orjson.JSONDecodeError:
-                problem = "the reply is not valid JSON" + ("" if complete else " (cut off)")
-            except BadReply as exc:
-                problem = str(exc)
-        if problem is None:
-            try:
-                usage = parse_usage(call.api, reply.usage_raw)
-            except BadReply as exc:
-                problem = str(exc)
+        usage, parsed, problem = self._read_usage(body, complete=complete, broken=broken)
         model = reply.model or call.model
         model_uri = f"{call.provider}:{model}"
         if op.model != model_uri:
@@ -676,6 +661,29 @@ class Exchange:
                 ),
             )
         self._capture(op, model, parsed if events is False else {"events": reply.events})
+
+    def _read_usage(
+        self, body: bytes | None, *, complete: bool, broken: str | None
+    ) -> tuple[TokenUsage | None, Any, str | None]:
+        """The reply's usage and its parsed body (a whole reply's), or why it cannot be measured."""
+        reply = self._reply
+        problem = broken
+        usage: TokenUsage | None = None
+        parsed: Any = None
+        if problem is None and body is not None:
+            try:
+                parsed = orjson.loads(body)
+                reply.body(parsed)
+            except orjson.JSONDecodeError:
+                problem = "the reply is not valid JSON" + ("" if complete else " (cut off)")
+            except BadReply as exc:
+                problem = str(exc)
+        if problem is None:
+            try:
+                usage = parse_usage(self.call.api, reply.usage_raw)
+            except BadReply as exc:
+                problem = str(exc)
+        return usage, parsed, problem
 
     def _capture(self, op: Operation, model: str, response_body: Any) -> None:
         home = op.home
