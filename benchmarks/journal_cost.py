@@ -38,6 +38,7 @@ def _once(journal_dir: str | None, collect: bool) -> tuple[float, float]:
     sys.path.insert(0, str(EVALS))
     import big_eval
 
+    from axl_action.evals.continuation import Continuation
     from axl_action.evals.journal.base import flags_of, iso_utc, tool_version
     from axl_action.evals.journal.writer import JournalWriter
     from axl_action.evals.runner import execute_run, plan_run
@@ -65,7 +66,7 @@ def _once(journal_dir: str | None, collect: bool) -> tuple[float, float]:
         facts=plan.facts,
     )
     sink = writer.sink(writer.begin(segment))
-    execute_run(big_eval.eval, runtime, plan=plan, on_settled=sink)
+    execute_run(big_eval.eval, runtime, plan=plan, continuation=Continuation(on_settled=sink))
     writer.close()
     elapsed, used = time.perf_counter() - start, time.process_time() - cpu
     lines = path.read_bytes().count(b"\n")

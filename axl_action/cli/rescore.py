@@ -287,9 +287,7 @@ def _rescore_all(
                 capture=sink,
                 source_records=records,
                 result_id=result_id,
-                on_settled=started.on_settled if started is not None else None,
-                completed=resumed.completed if resumed is not None else None,
-                prior_accounting=resumed.prior_accounting if resumed is not None else (),
+                continuation=started.continuation() if started is not None else None,
             )
         except Exception:
             if session is not None:

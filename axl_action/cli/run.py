@@ -395,6 +395,7 @@ def _run_one(
     session: JournalSession | None,
 ) -> tuple[list[dict[str, Any]], bool]:
     from axl_action.evals import console
+    from axl_action.evals.continuation import Continuation
     from axl_action.evals.journal.session import stamp_resumed
     from axl_action.evals.multirun import aggregate_runs
     from axl_action.evals.progress import Progress
@@ -451,6 +452,7 @@ def _run_one(
         progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
         cache = runtime.cache
         recorder = args.recorder
+        on_abandoned = functools.partial(interrupt.abandoned, result_id)
         record = execute_run(
             definition,
             runtime.with_cache(cache.at_repeat(run_index)) if cache is not None else runtime,
@@ -459,10 +461,9 @@ def _run_one(
             abort_event=interrupt.abort,
             capture=sink,
             plan=plan,
-            on_settled=started.on_settled if started is not None else None,
-            completed=resumed.completed if resumed is not None else None,
-            prior_accounting=resumed.prior_accounting if resumed is not None else (),
-            on_abandoned=functools.partial(interrupt.abandoned, result_id),
+            continuation=started.continuation(on_abandoned)
+            if started is not None
+            else Continuation(on_abandoned=on_abandoned),
         )
         if recorder is not None:
             record.wire["metadata"]["sources"] = _sources_record(recorder, loaded, definition, args)

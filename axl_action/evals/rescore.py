@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import attach_accounting, empty_accounting_wire, iso_now, tracker_for
+from axl_action.evals.continuation import Continuation
 from axl_action.evals.pool import run_pool
 from axl_action.evals.repeats import combine_repeats, in_repeat
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
-from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item, usable_cost
+from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
-from axl_action.runtime.scope import CaptureSink, TrackResult
-from axl_action.schema.accounting import fold_accounting
+from axl_action.runtime.scope import CaptureSink
 from axl_action.schema.journal import RunFacts
 from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import build_summary, item_columns
@@ -99,16 +99,14 @@ def execute_rescore(
     capture: CaptureSink | None = None,
     source_records: Iterable[Mapping[str, Any]] | None = None,
     result_id: str | None = None,
-    on_settled: Callable[[int, dict[str, Any]], None] | None = None,
-    completed: Mapping[int, dict[str, Any]] | None = None,
-    prior_accounting: Sequence[Mapping[str, Any]] = (),
+    continuation: Continuation | None = None,
 ) -> dict[str, Any]:
     """:func:`rescore` returning ordered wire data (``result_id`` fixes the new id).
 
     ``cancel_event`` stops admitting items (in-flight ones finish, scorers included);
     ``abort_event`` also cancels their scorers (without one, ``cancel_event`` does both). The
-    journal hooks ``on_settled``, ``completed`` and ``prior_accounting`` work as in
-    :func:`~axl_action.evals.runner.execute_run`.
+    journal's ``continuation`` works as in :func:`~axl_action.evals.runner.execute_run`
+    (``on_abandoned`` is not called: a rescore's hard stop counts nothing in flight).
     """
     started = time.perf_counter()
     result_id = result_id or str(uuid.uuid4())
@@ -117,6 +115,7 @@ def execute_rescore(
     runtime = runtime if runtime is not None else Runtime()
     instrumented, tracker = tracker_for(runtime)
     cancel = cancel_event or threading.Event()
+    continuation = continuation or Continuation()
     scorers = list(scorers)
     captured = begin_capture(source, capture, source_records)
     capture = captured.sink
@@ -133,13 +132,13 @@ def execute_rescore(
     refs = RefCollector(capture) if capture is not None else None
     source_items: list[Mapping[str, Any]] = list(source.get("items") or [])
     rescored: list[dict[str, Any] | None] = [None] * len(source_items)
-    restored = completed or {}
-    if admission is not None and prior_accounting:
-        admission.charge(sum(_known_cost(a) for a in prior_accounting))
+    restored = continuation.completed
+    continuation.charge(admission)
     for index, item in restored.items():
         rescored[index] = item
     todo = [i for i in range(len(source_items)) if i not in restored]
     looks = _decided_looks(source)
+    on_settled = continuation.on_settled
 
     def process(k: int) -> None:
         index = todo[k]
@@ -148,7 +147,7 @@ def execute_rescore(
             return
         item = _rescore_repeated(
             source_items[index],
-            lambda original, carry: _rescore_item(index, original, scorers, env, tracker, carry_refs=carry),
+            lambda original, carry: _rescore_item(index, original, env, carry_refs=carry),
             [s.name for s in scorers],
             carry_refs=captured.carried,
             cancelled=env.cancel_event.is_set,
@@ -170,9 +169,7 @@ def execute_rescore(
         raise run_scope.error
     items = [item for item in rescored if item is not None]
 
-    accounting: dict[str, Any] = dict(run_scope.accounting)
-    if prior_accounting:
-        accounting = fold_accounting([accounting, *prior_accounting])
+    accounting = continuation.fold(dict(run_scope.accounting))
     if admission is not None:
         accounting["budget"] = admission.snapshot()
     if refs is not None:
@@ -270,11 +267,6 @@ def assemble_rescore(
     return out
 
 
-def _known_cost(record: Mapping[str, Any]) -> float:
-    value: Any = record.get("knownCost")
-    return float(value) if usable_cost(value) else 0.0
-
-
 def _cancelled(original: Mapping[str, Any]) -> dict[str, Any]:
     # Lower-case "cancelled" and no cost views: the reference's exact shape for this rule.
     item = _head(original)
@@ -340,9 +332,7 @@ def _decided_looks(source: Mapping[str, Any]) -> dict[str, int]:
 def _rescore_item(
     index: int,
     original: Mapping[str, Any],
-    scorers: Sequence[Scorer],
     env: ScoringEnv,
-    tracker: Callable[..., TrackResult[Any]],
     *,
     carry_refs: bool,
 ) -> dict[str, Any]:
@@ -382,7 +372,7 @@ def _rescore_item(
     output = original.get("output")
     input_ = original.get("input")
     annotations = original.get("annotations")
-    scope = tracker(
+    scope = env.track_scope(
         lambda: score_item(item, output, input_, annotations, env),
         purpose="judging",
         capture_correlation={"caseIndex": index} if env.capturing else None,

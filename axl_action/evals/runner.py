@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from axl_action.evals.common import (
     iso_now,
     tracker_for,
 )
+from axl_action.evals.continuation import Continuation
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
 from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.jsonsafe import json_safe
@@ -59,7 +61,6 @@ from axl_action.runtime.scope import (
     is_admission_denial,
     side_scope,
 )
-from axl_action.schema.accounting import fold_accounting
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 from axl_action.schema.journal import RunFacts, ShardFacts
 from axl_action.schema.result import SequentialRecord
@@ -200,10 +201,7 @@ def execute_run(
     shard: tuple[int, int] | None = None,
     result_id: str | None = None,
     plan: RunPlan | None = None,
-    on_settled: Callable[[int, dict[str, Any]], None] | None = None,
-    completed: Mapping[int, dict[str, Any]] | None = None,
-    prior_accounting: Sequence[Mapping[str, Any]] = (),
-    on_abandoned: Callable[[int], None] | None = None,
+    continuation: Continuation | None = None,
 ) -> RunRecord:
     """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`).
 
@@ -213,22 +211,16 @@ def execute_run(
     LLM judges see it as their abort signal); without one, ``cancel_event`` does both.
 
     The journal's interface: ``plan`` (from :func:`plan_run`) fixes the result's facts and
-    items; ``on_settled(index, item)`` hears every item once it is final, on the worker that
-    ran it, before the worker takes another; ``completed`` holds items settled by an earlier
-    attempt (by index), which are neither run nor charged again; ``prior_accounting`` holds
-    the accounting records of every item an earlier attempt settled (``completed`` ones and
-    interrupted ones run again now): their known spend is charged to the budget before the
-    first item is admitted and folded into the run's accounting. ``on_abandoned(n)`` hears,
-    when a hard stop (a ``BaseException`` such as the CLI's ``HardStop``) leaves the workers
-    running, how many items were in flight then: their calls may have been billed. From then
-    on ``on_settled`` is not called again, so what it kept and what was counted never overlap.
+    items; ``continuation`` (a :class:`~axl_action.evals.continuation.Continuation`) holds
+    the items an earlier attempt settled and their accounting, and the ``on_settled`` /
+    ``on_abandoned`` hooks that hear every settled item and a hard stop's count of the items
+    left in flight.
     """
     if plan is None:
         plan = plan_run(definition, shard=shard, result_id=result_id)
     started = plan.started or time.perf_counter()
     facts = plan.facts
-    budget = facts.budget
-    admission = AdmissionController(parse_budget(budget)) if budget is not None else None
+    admission = AdmissionController(parse_budget(facts.budget)) if facts.budget is not None else None
     workflow = execute_workflow or definition.execute_workflow
     if workflow is None:
         raise AxlError(
@@ -238,12 +230,10 @@ def execute_run(
     runtime = runtime if runtime is not None else Runtime()
     instrumented, tracker = tracker_for(runtime)
     cancel = cancel_event or threading.Event()
-
-    items_in = plan.items
-    scorers = list(definition.scorers)
+    continuation = continuation or Continuation()
     env = ScoringEnv(
         runtime=runtime,
-        scorers=scorers,
+        scorers=list(definition.scorers),
         instrumented=instrumented,
         cancel_event=abort_event or cancel,
         admission=admission,
@@ -251,163 +241,183 @@ def execute_run(
         track_scope=tracker,
         capturing=capture is not None,
     )
-    state = _RunState(total=len(items_in), on_progress=on_progress)
+    state = _RunState(total=len(plan.items), on_progress=on_progress)
+    items = _Items(plan.items, workflow, env, state, continuation, cancel)
     refs = RefCollector(capture) if capture is not None else None
-    results: list[dict[str, Any] | None] = [None] * len(items_in)
-    restored = completed or {}
-    if admission is not None and prior_accounting:
-        admission.charge(sum(_known_cost(a) for a in prior_accounting))
-    for index, item in restored.items():
-        results[index] = item
-        state.item_done(index, item.get("outcome"))
-    pending = [i for i in range(len(items_in)) if i not in restored] if restored else None
-
-    # Settling (the journal's append and the store below) and a hard stop's count of the items
-    # in flight take turns: an item finishing while the hard stop is being written is either
-    # settled before the count or abandoned, never both (held by the journal yet called lost).
-    settling = threading.Lock()
-    abandoned: list[bool] = []  # non-empty once a hard stop counted the items in flight
-
-    def settle(index: int, item: dict[str, Any]) -> None:
-        with settling:
-            if abandoned:
-                return  # counted as abandoned in flight: nothing may hold it now
-            if on_settled is not None:
-                on_settled(index, item)
-            results[index] = item
-        if on_progress is not None:
-            state.item_done(index, item.get("outcome"))
-
-    def process(index: int) -> None:
-        if cancel.is_set():
-            item = _cancelled_stub(items_in[index])
-            results[index] = item
-            if on_progress is not None:
-                state.item_done(index, item.get("outcome"))
-            return
-        results[index] = _IN_FLIGHT  # one list store: what a hard stop counts as abandoned
-        settle(index, _process_item(index, items_in[index], workflow, scorers, env, state, tracker))
-
-    task: Callable[[int], None] = process
-    count = len(items_in)
-    todo: Sequence[int] = range(count)
-    if pending is not None:
-        todo = pending
-        count = len(todo)
-
-        def task(k: int) -> None:
-            process(todo[k])
-
-    rounds: SequentialRounds | None = None
-    repeats = facts.repeats
-    if plan.sequential is not None:
-        rounds = SequentialRounds(plan.sequential, [s.name for s in scorers])
-        if not plan.sequential.baseline:
-            # Nothing to decide against: every item runs the cap, item by item as a fixed count
-            # does, so each is journalled as soon as its last repeat settles.
-            repeats = plan.sequential.max_repeats
-    if repeats > 1:
-        # Item-major (task k is repeat k % repeats of item todo[k // repeats]), so an item's
-        # repeats run side by side and it settles as soon as its last one does.
-        slots = RepeatSlots(repeats, [s.name for s in scorers])
-
-        def task(k: int) -> None:
-            index, repeat = todo[k // repeats], k % repeats
-            if results[index] is None:
-                results[index] = _IN_FLIGHT
-            part = in_repeat(
-                repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
-            )
-            item = slots.add(index, repeat, part)
-            if item is not None:
-                settle(index, item)
-
-        count *= repeats
-
+    continuation.charge(admission)
+    pending = items.restore()
+    rounds, repeats = _sequential_rounds(plan, env.scorers)
     width = concurrency if concurrency is not None else definition.concurrency
-
     stray: list[Scope[Any]] = []
 
     def run_items() -> None:
         # The application's own SDK calls are measured for the whole run (see
         # providers/intercept.py); those no item owns land in the run's unattributed scope.
         stray.append(side_scope())
-        with measure_model_calls(
-            pricing=runtime_pricing(runtime),
-            include_usage=bool(getattr(runtime, "stream_usage", True)),
-            redact_content=bool(getattr(runtime, "redact_content", False)),
-            unattributed=stray[0],
-            cache=getattr(runtime, "cache", None),
-        ):
+        with _measure_calls(runtime, stray[0]):
             if rounds is None or repeats > 1:
+                count, task = _schedule(items, pending, repeats)
                 run_pool(count, width, task)
             else:
-                hooks = _Rounds(
-                    rounds,
-                    facts,
-                    items_in,
-                    restored,
-                    results,
-                    lambda index, repeat: in_repeat(
-                        repeat, _process_item, index, items_in[index], workflow, scorers, env, state, tracker
-                    ),
-                    settle,
-                    cancel.is_set,
-                    lambda: cancel.is_set() or (admission is not None and admission.closed),
-                    width,
-                )
-                # Pairing with the baseline reads only the inputs.
-                rounds.prepare(
-                    item_columns([{"input": r["input"]} for r in items_in], list(facts.scorer_types))
-                )
-                run_rounds(rounds, todo, hooks)
+                todo = pending if pending is not None else range(len(plan.items))
+                _run_sequential(rounds, facts, items, todo, width)
 
     try:
         run_scope = tracker(run_items, admission=admission, capture=refs)
     except BaseException as stop:
         if not isinstance(stop, Exception):
-            with settling:
-                abandoned.append(True)
-                if on_abandoned is not None:
-                    on_abandoned(sum(1 for r in results if r is _IN_FLIGHT))
+            items.abandon()
         raise
     if run_scope.status == "rejected":
         assert run_scope.error is not None
         raise run_scope.error
-    items = [r for r in results if r is not None]
-
-    accounting: dict[str, Any] = dict(run_scope.accounting)
-    if prior_accounting:
-        accounting = fold_accounting([accounting, *prior_accounting])
-    accounting["scope"] = "run"
-    if stray and stray[0].measured:
-        # Calls no item owns (import time, a thread that lost its context): in the run's
-        # totals and budget above, and shown apart here, never dropped.
-        accounting["unattributed"] = dict(stray[0].accounting)
-        warn_unattributed(accounting["unattributed"])
-    if admission is not None:
-        accounting["budget"] = admission.snapshot()
+    done = items.settled()
+    accounting = _run_accounting(continuation.fold(dict(run_scope.accounting)), stray, admission)
     # Only a run that made measured calls was priced (and then the table is already loaded).
     priced = instrumented and accounting["operations"]["total"] > 0
     diagnostics = None
     if refs is not None:
-        refs.attach(items)
+        refs.attach(done)
         diagnostics = capture_manifest(capture)
     record = assemble_run(
         facts,
-        items,
+        done,
         accounting,
         model_timing=model_timing(state.samples),
         pricing_version=_pricing_version(runtime) if priced else None,
         diagnostics=diagnostics,
         started=started,
-        sequential=rounds.record(items) if rounds is not None else None,
+        sequential=rounds.record(done) if rounds is not None else None,
     )
     if on_progress is not None:
         on_progress(
-            {"type": "run_done", "totalItems": len(items), "failures": record.wire["summary"]["failures"]}
+            {"type": "run_done", "totalItems": len(done), "failures": record.wire["summary"]["failures"]}
         )
     return record
+
+
+@dataclass
+class _Items:
+    """One run's items: running one (:func:`_process_item`), settling it (the journal's hook
+    and the result slot), and a hard stop's count of those in flight."""
+
+    raw: Sequence[Mapping[str, Any]]
+    workflow: Callable[[Any, Any], Any]
+    env: ScoringEnv
+    state: _RunState
+    continuation: Continuation
+    cancel: threading.Event
+    results: list[dict[str, Any] | None] = field(init=False)
+    """One slot per item: ``None`` (not taken), :data:`_IN_FLIGHT`, or the final item."""
+    # Settling (the journal's append and the store below) and a hard stop's count of the items
+    # in flight take turns: an item finishing while the hard stop is being written is either
+    # settled before the count or abandoned, never both (held by the journal yet called lost).
+    settling: threading.Lock = field(init=False, default_factory=threading.Lock)
+    abandoned: bool = field(init=False, default=False)
+    """Set once a hard stop counted the items in flight."""
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.raw)
+
+    def restore(self) -> list[int] | None:
+        """Put the earlier attempt's items in their slots; the indices still to run (``None``:
+        all of them)."""
+        restored = self.continuation.completed
+        for index, item in restored.items():
+            self.results[index] = item
+            self.state.item_done(index, item.get("outcome"))
+        return [i for i in range(len(self.raw)) if i not in restored] if restored else None
+
+    def run(self, index: int) -> dict[str, Any]:
+        """Run item ``index`` (its slot marked in flight first: what a hard stop counts)."""
+        self.results[index] = _IN_FLIGHT  # one list store
+        return _process_item(index, self.raw[index], self.workflow, self.env, self.state)
+
+    def run_repeat(self, index: int, repeat: int) -> dict[str, Any]:
+        """Run repeat ``repeat`` of item ``index`` (the caller marks its slot in flight)."""
+        return in_repeat(repeat, _process_item, index, self.raw[index], self.workflow, self.env, self.state)
+
+    def process(self, index: int) -> None:
+        """Run item ``index`` and settle it, or stub it once the run stops admitting items."""
+        if self.cancel.is_set():
+            item = _cancelled_stub(self.raw[index])
+            self.results[index] = item
+            if self.state.on_progress is not None:
+                self.state.item_done(index, item.get("outcome"))
+            return
+        self.settle(index, self.run(index))
+
+    def settle(self, index: int, item: dict[str, Any]) -> None:
+        with self.settling:
+            if self.abandoned:
+                return  # counted as abandoned in flight: nothing may hold it now
+            on_settled = self.continuation.on_settled
+            if on_settled is not None:
+                on_settled(index, item)
+            self.results[index] = item
+        if self.state.on_progress is not None:
+            self.state.item_done(index, item.get("outcome"))
+
+    def abandon(self) -> None:
+        """A hard stop left the workers running: tell the journal how many items were in flight."""
+        with self.settling:
+            self.abandoned = True
+            on_abandoned = self.continuation.on_abandoned
+            if on_abandoned is not None:
+                on_abandoned(sum(1 for r in self.results if r is _IN_FLIGHT))
+
+    def settled(self) -> list[dict[str, Any]]:
+        """The items of the finished run, in result order."""
+        return [r for r in self.results if r is not None]
+
+
+def _sequential_rounds(plan: RunPlan, scorers: Sequence[Scorer]) -> tuple[SequentialRounds | None, int]:
+    """``repeats: auto``'s rounds (``None`` for a fixed count) and the repeats each item runs."""
+    sequential = plan.sequential
+    if sequential is None:
+        return None, plan.facts.repeats
+    rounds = SequentialRounds(sequential, [s.name for s in scorers])
+    if not sequential.baseline:
+        # Nothing to decide against: every item runs the cap, item by item as a fixed count
+        # does, so each is journalled as soon as its last repeat settles.
+        return rounds, sequential.max_repeats
+    return rounds, plan.facts.repeats
+
+
+def _schedule(items: _Items, pending: list[int] | None, repeats: int) -> tuple[int, Callable[[int], None]]:
+    """The pool's task count and task for a fixed number of repeats (``pending``: the indices
+    to run, ``None`` for all)."""
+    if repeats > 1:
+        todo: Sequence[int] = pending if pending is not None else range(len(items.raw))
+        # Item-major (task k is repeat k % repeats of item todo[k // repeats]), so an item's
+        # repeats run side by side and it settles as soon as its last one does.
+        slots = RepeatSlots(repeats, [s.name for s in items.env.scorers])
+
+        def repeated(k: int) -> None:
+            index, repeat = todo[k // repeats], k % repeats
+            if items.results[index] is None:
+                items.results[index] = _IN_FLIGHT
+            item = slots.add(index, repeat, items.run_repeat(index, repeat))
+            if item is not None:
+                items.settle(index, item)
+
+        return len(todo) * repeats, repeated
+    if pending is None:
+        return len(items.raw), items.process
+    return len(pending), lambda k: items.process(pending[k])
+
+
+def _run_sequential(
+    rounds: SequentialRounds,
+    facts: RunFacts,
+    items: _Items,
+    todo: Sequence[int],
+    width: int,
+) -> None:
+    """``repeats: auto`` with a baseline: the items run round by round until each is decided."""
+    # Pairing with the baseline reads only the inputs.
+    rounds.prepare(item_columns([{"input": r["input"]} for r in items.raw], list(facts.scorer_types)))
+    run_rounds(rounds, todo, _Rounds(rounds, facts, items, width))
 
 
 @dataclass(frozen=True)
@@ -417,49 +427,69 @@ class _Rounds:
 
     rounds: SequentialRounds
     facts: RunFacts
-    items: Sequence[Mapping[str, Any]]
-    restored: Mapping[int, dict[str, Any]]
-    results: list[dict[str, Any] | None]
-    process: Callable[[int, int], dict[str, Any]]
-    """``(index, repeat) -> part``: one repeat of one item."""
-    settle_item: Callable[[int, dict[str, Any]], None]
-    cancelled: Callable[[], bool]
-    """The run stops admitting items: the rest of the round become ``cancelled`` stubs."""
-    stopped: Callable[[], bool]
-    """No further round may start (cancelled, or the budget closed)."""
+    items: _Items
     width: int
 
     def run_round(self, repeat: int, active: Sequence[int]) -> None:
-        rounds = self.rounds
+        rounds, items = self.rounds, self.items
 
         def one(k: int) -> None:
             index = active[k]
-            if self.cancelled():
-                rounds.add(index, _cancelled_stub(self.items[index]))
+            if items.cancel.is_set():
+                # The run stops admitting items: the rest of the round become cancelled stubs.
+                rounds.add(index, _cancelled_stub(items.raw[index]))
                 return
-            self.results[index] = _IN_FLIGHT
-            rounds.add(index, self.process(index, repeat))
+            items.results[index] = _IN_FLIGHT
+            rounds.add(index, items.run_repeat(index, repeat))
             if repeat == 0 and rounds.final_after_first(index):
                 # The baseline shows it steady for every scorer: it will not run again, so it
                 # is journalled now rather than after the look.
                 rounds.settled.add(index)
-                self.settle_item(index, rounds.item(index))
+                items.settle(index, rounds.item(index))
 
         run_pool(len(active), self.width, one)
 
     def interim_view(self) -> RunView:
         # What a look compares: the items so far. Its accounting is left empty (the looks read
         # scores; folding every item's spend each look cost more than the comparison).
-        so_far = [
-            self.restored[i] if i in self.restored else self.rounds.item(i) for i in range(len(self.items))
-        ]
+        restored = self.items.continuation.completed
+        so_far = [restored[i] if i in restored else self.rounds.item(i) for i in range(len(self.items.raw))]
         return assemble_run(self.facts, so_far, empty_accounting_wire()).view
 
     def settle(self, index: int) -> None:
-        self.settle_item(index, self.rounds.item(index))
+        self.items.settle(index, self.rounds.item(index))
 
     def stop(self) -> bool:
-        return self.stopped()
+        """No further round may start (cancelled, or the budget closed)."""
+        admission = self.items.env.admission
+        return self.items.cancel.is_set() or (admission is not None and admission.closed)
+
+
+def _measure_calls(runtime: Any, unattributed: Scope[Any]) -> AbstractContextManager[None]:
+    """Measure the application's own SDK calls for the whole run (see
+    ``providers/intercept.py``); those no item owns land in ``unattributed``."""
+    return measure_model_calls(
+        pricing=runtime_pricing(runtime),
+        include_usage=bool(getattr(runtime, "stream_usage", True)),
+        redact_content=bool(getattr(runtime, "redact_content", False)),
+        unattributed=unattributed,
+        cache=getattr(runtime, "cache", None),
+    )
+
+
+def _run_accounting(
+    accounting: dict[str, Any], stray: Sequence[Scope[Any]], admission: AdmissionController | None
+) -> dict[str, Any]:
+    """The run-level accounting record: ``scope``, ``unattributed`` and ``budget`` set."""
+    accounting["scope"] = "run"
+    if stray and stray[0].measured:
+        # Calls no item owns (import time, a thread that lost its context): in the run's
+        # totals and budget above, and shown apart here, never dropped.
+        accounting["unattributed"] = dict(stray[0].accounting)
+        warn_unattributed(accounting["unattributed"])
+    if admission is not None:
+        accounting["budget"] = admission.snapshot()
+    return accounting
 
 
 def assemble_run(
@@ -524,11 +554,6 @@ def assemble_run(
     result["items"] = items
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
-
-
-def _known_cost(record: Mapping[str, Any]) -> float:
-    value: Any = record.get("knownCost")
-    return float(value) if usable_cost(value) else 0.0
 
 
 def _scorer_limit(value: Any) -> float | None:
@@ -623,10 +648,8 @@ def _process_item(
     index: int,
     raw: Mapping[str, Any],
     workflow: Callable[[Any, Any], Any],
-    scorers: Sequence[Scorer],
     env: ScoringEnv,
     state: _RunState,
-    tracker: Callable[..., TrackResult[Any]],
 ) -> dict[str, Any]:
     """Spec §5.3 for one item."""
     admission = env.admission
@@ -648,7 +671,7 @@ def _process_item(
     start = time.perf_counter()
 
     def body() -> None:
-        generation = tracker(
+        generation = env.track_scope(
             workflow,
             input_,
             env.runtime,
@@ -657,55 +680,21 @@ def _process_item(
         )
         item["duration"] = elapsed_ms(start)
         measured = generation.ledger is not None  # the workflow reported an operation
-        if measured and generation.timing:
-            item["timing"] = generation.timing
-        if measured and generation.samples:
-            with state.lock:
-                for model, samples in generation.samples.items():
-                    state.samples.setdefault(model, []).extend(samples)
+        if measured:
+            _note_timing(item, generation, state)
         if generation.status == "rejected":
-            error = generation.error
-            assert error is not None
-            drop_traceback(error)
-            if is_admission_denial(error) or (generation.ledger is not None and generation.ledger.denied > 0):
-                # The second test: an SDK call the budget refused, whose made-up 402 reply
-                # the SDK raised as its own error type.
-                note_closure(admission, "operation")
-                item["outcome"] = "budget_interrupted"
-                item["error"] = "Budget interrupted"
-            elif is_abort(error):
-                item["outcome"] = "cancelled"
-                item["error"] = "Cancelled"
-            else:
-                item["outcome"] = "failed"
-                failure = describe_item_failure(error)
-                if failure is not None:
-                    item["failure"] = failure
-                item["error"] = error_message(error)
-                note_closure(admission, "case")
+            _generation_failed(item, generation, admission)
             return
-        value = generation.value
-        if type(value) is not dict and not isinstance(value, Mapping):
-            raise TypeError(
-                f"execute_workflow must return a mapping with an output key, got {type(value).__name__}"
-            )
-        if "output" not in value:
-            raise TypeError('execute_workflow returned a mapping without an "output" key')
+        value = _workflow_result(generation.value)
         output = value["output"]
         item["output"] = redact_deep(json_safe(output))  # a workflow may put a key in its output
         item["outcome"] = "completed"
-        report = _caller_report(value)
-        if report:
-            item["callerReport"] = report
-        safe = _safe_metadata(value)
-        found = generation.metadata if measured else None
-        if found is not None or safe:
-            item["metadata"] = {**(found or {}), **json_safe(safe)}
+        _note_claims(item, value, generation.metadata if measured else None)
         if admission is not None:
             note_closure(admission, "case")
         score_item(item, output, input_, annotations, env)
 
-    scope = tracker(
+    scope = env.track_scope(
         body,
         purpose="generation",
         # Always set: it names the item in capture records and in measurement warnings.
@@ -724,6 +713,63 @@ def _process_item(
         item = _ordered_item(item)  # the body stopped anywhere: put the keys back in order
     attach_accounting(item, scope.accounting)
     return item
+
+
+def _note_timing(item: dict[str, Any], generation: TrackResult[Any], state: _RunState) -> None:
+    """A measured generation's ``timing``, and its model latency samples for the run's summary."""
+    if generation.timing:
+        item["timing"] = generation.timing
+    if generation.samples:
+        with state.lock:
+            for model, samples in generation.samples.items():
+                state.samples.setdefault(model, []).extend(samples)
+
+
+def _generation_failed(
+    item: dict[str, Any], generation: TrackResult[Any], admission: AdmissionController | None
+) -> None:
+    """The outcome of an item whose workflow raised: budget-interrupted, cancelled or failed."""
+    error = generation.error
+    assert error is not None
+    drop_traceback(error)
+    if is_admission_denial(error) or (generation.ledger is not None and generation.ledger.denied > 0):
+        # The second test: an SDK call the budget refused, whose made-up 402 reply the SDK
+        # raised as its own error type.
+        note_closure(admission, "operation")
+        item["outcome"] = "budget_interrupted"
+        item["error"] = "Budget interrupted"
+    elif is_abort(error):
+        item["outcome"] = "cancelled"
+        item["error"] = "Cancelled"
+    else:
+        item["outcome"] = "failed"
+        failure = describe_item_failure(error)
+        if failure is not None:
+            item["failure"] = failure
+        item["error"] = error_message(error)
+        note_closure(admission, "case")
+
+
+def _workflow_result(value: Any) -> Mapping[str, Any]:
+    """What ``execute_workflow`` returned, checked: a mapping with an ``output`` key."""
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise TypeError(
+            f"execute_workflow must return a mapping with an output key, got {type(value).__name__}"
+        )
+    if "output" not in value:
+        raise TypeError('execute_workflow returned a mapping without an "output" key')
+    return value
+
+
+def _note_claims(item: dict[str, Any], value: Mapping[str, Any], found: dict[str, Any] | None) -> None:
+    """The workflow's own claims (``callerReport``) and its metadata, merged over the measured
+    metadata ``found``."""
+    report = _caller_report(value)
+    if report:
+        item["callerReport"] = report
+    safe = _safe_metadata(value)
+    if found is not None or safe:
+        item["metadata"] = {**(found or {}), **json_safe(safe)}
 
 
 _ITEM_ORDER = (

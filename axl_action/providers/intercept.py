@@ -278,13 +278,9 @@ def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         if ex is None:
             return original(self, request, *args, **kwargs)
         request = _httpx_request(lib, request, ex)
-        served = ex.cached()
-        if served is not None:
-            return lib.Response(served[0], headers=served[1], content=served[2], request=request)
-        if not ex.dispatch():
-            return lib.Response(
-                DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
-            )
+        answered = _httpx_answered(lib, request, ex)
+        if answered is not None:
+            return answered
         token = _inside.set(True)
         try:
             response = original(self, request, *args, **kwargs)
@@ -325,13 +321,9 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         if ex is None:
             return await original(self, request, *args, **kwargs)
         request = _httpx_request(lib, request, ex)
-        served = ex.cached()
-        if served is not None:
-            return lib.Response(served[0], headers=served[1], content=served[2], request=request)
-        if not ex.dispatch():
-            return lib.Response(
-                DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
-            )
+        answered = _httpx_answered(lib, request, ex)
+        if answered is not None:
+            return answered
         token = _inside.set(True)
         try:
             response = await original(self, request, *args, **kwargs)
@@ -344,6 +336,19 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
 
     send.__wrapped__ = original  # type: ignore[attr-defined]
     return send
+
+
+def _httpx_answered(lib: Any, request: Any, ex: Exchange) -> Any:
+    """The response a call gets without going out: a cached reply, or the budget's refusal
+    (``None``: the call is dispatched)."""
+    served = ex.cached()
+    if served is not None:
+        return lib.Response(served[0], headers=served[1], content=served[2], request=request)
+    if not ex.dispatch():
+        return lib.Response(
+            DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
+        )
+    return None
 
 
 def _httpx_reply(ex: Exchange, response: Any, streamed: bool, tap_class: Any) -> Any:

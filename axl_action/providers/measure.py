@@ -223,20 +223,9 @@ class _Reply:
         if not isinstance(data, dict):
             raise BadReply("the reply is not a JSON object")
         api = self.api
-        if api == "anthropic.messages":
-            if data.get("type") != "message":
-                raise BadReply('the reply is not a message (type is not "message")')
-        elif api == "gemini.generate":
-            if "candidates" not in data and "usageMetadata" not in data:
-                raise BadReply("the reply has neither candidates nor usageMetadata")
-        elif api == "openai.embeddings":
-            if not isinstance(data.get("data"), list):
-                raise BadReply("the reply has no data list")
-        elif api == "openai.responses":
-            if data.get("object") != "response":
-                raise BadReply('the reply is not a response (object is not "response")')
-        elif not isinstance(data.get("choices"), list):
-            raise BadReply("the reply has no choices list")
+        is_reply, why_not = _REPLY_SHAPES.get(api, _CHAT_SHAPE)
+        if not is_reply(data):
+            raise BadReply(why_not)
         self.usage_raw = data.get("usageMetadata") if api == "gemini.generate" else data.get("usage")
         model = data.get("modelVersion") if api == "gemini.generate" else data.get("model")
         self.model = model if isinstance(model, str) else ""
@@ -246,44 +235,49 @@ class _Reply:
         if not isinstance(data, dict):
             return False
         self.events.append(data)
-        api = self.api
-        if api == "openai.chat":
-            if isinstance(data.get("usage"), dict):
-                self.usage_raw = data["usage"]
-            self._model(data.get("model"))
-            for choice in data.get("choices") or ():
-                delta = choice.get("delta") if isinstance(choice, dict) else None
-                if isinstance(delta, dict) and (delta.get("content") or delta.get("tool_calls")):
-                    return True
-            return False
-        if api == "openai.responses":
-            kind = data.get("type")
-            response = data.get("response")
-            if kind in ("response.completed", "response.incomplete", "response.failed") and isinstance(
-                response, dict
-            ):
-                self.usage_raw = response.get("usage")
-                self._model(response.get("model"))
-                self.ended = kind == "response.completed"
-            return kind in ("response.output_text.delta", "response.function_call_arguments.delta")
-        if api == "anthropic.messages":
-            kind = data.get("type")
-            if kind == "message_start":
-                message = data.get("message")
-                if isinstance(message, dict):
-                    self._model(message.get("model"))
-                    usage = message.get("usage")
-                    self.usage_raw = dict(usage) if isinstance(usage, dict) else None
-            elif kind == "message_delta":
-                usage = data.get("usage")
-                if isinstance(usage, dict):
-                    # Cumulative, and it may revise input_tokens: the latest value of each
-                    # count replaces the earlier one, never adds to it.
-                    self.usage_raw = {**(self.usage_raw or {}), **usage}
-            elif kind == "message_stop":
-                self.ended = True
-            return kind == "content_block_delta"
-        # Gemini: every chunk is a GenerateContentResponse; the last usageMetadata is final.
+        return _EVENT_READERS.get(self.api, _Reply._gemini_event)(self, data)
+
+    def _chat_event(self, data: dict[str, Any]) -> bool:
+        if isinstance(data.get("usage"), dict):
+            self.usage_raw = data["usage"]
+        self._model(data.get("model"))
+        for choice in data.get("choices") or ():
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if isinstance(delta, dict) and (delta.get("content") or delta.get("tool_calls")):
+                return True
+        return False
+
+    def _responses_event(self, data: dict[str, Any]) -> bool:
+        kind = data.get("type")
+        response = data.get("response")
+        if kind in ("response.completed", "response.incomplete", "response.failed") and isinstance(
+            response, dict
+        ):
+            self.usage_raw = response.get("usage")
+            self._model(response.get("model"))
+            self.ended = kind == "response.completed"
+        return kind in ("response.output_text.delta", "response.function_call_arguments.delta")
+
+    def _anthropic_event(self, data: dict[str, Any]) -> bool:
+        kind = data.get("type")
+        if kind == "message_start":
+            message = data.get("message")
+            if isinstance(message, dict):
+                self._model(message.get("model"))
+                usage = message.get("usage")
+                self.usage_raw = dict(usage) if isinstance(usage, dict) else None
+        elif kind == "message_delta":
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                # Cumulative, and it may revise input_tokens: the latest value of each
+                # count replaces the earlier one, never adds to it.
+                self.usage_raw = {**(self.usage_raw or {}), **usage}
+        elif kind == "message_stop":
+            self.ended = True
+        return kind == "content_block_delta"
+
+    def _gemini_event(self, data: dict[str, Any]) -> bool:
+        # Every chunk is a GenerateContentResponse; the last usageMetadata is final.
         if isinstance(data.get("usageMetadata"), dict):
             self.usage_raw = data["usageMetadata"]
         self._model(data.get("modelVersion"))
@@ -297,6 +291,34 @@ class _Reply:
     def _model(self, value: Any) -> None:
         if isinstance(value, str) and value:
             self.model = value
+
+
+_ReplyShape = tuple[Callable[[dict[str, Any]], bool], str]
+_CHAT_SHAPE: _ReplyShape = (lambda d: isinstance(d.get("choices"), list), "the reply has no choices list")
+_REPLY_SHAPES: dict[str, _ReplyShape] = {
+    "anthropic.messages": (
+        lambda d: d.get("type") == "message",
+        'the reply is not a message (type is not "message")',
+    ),
+    "gemini.generate": (
+        lambda d: "candidates" in d or "usageMetadata" in d,
+        "the reply has neither candidates nor usageMetadata",
+    ),
+    "openai.embeddings": (lambda d: isinstance(d.get("data"), list), "the reply has no data list"),
+    "openai.responses": (
+        lambda d: d.get("object") == "response",
+        'the reply is not a response (object is not "response")',
+    ),
+}
+"""Per API, what makes a whole JSON reply one of its replies, and what to say when it is not
+(any other API: an OpenAI chat completion's)."""
+
+_EVENT_READERS: dict[str, Callable[[_Reply, dict[str, Any]], bool]] = {
+    "openai.chat": _Reply._chat_event,
+    "openai.responses": _Reply._responses_event,
+    "anthropic.messages": _Reply._anthropic_event,
+}
+"""Per API, how one streamed event is read (any other API: Gemini's chunks)."""
 
 
 class Settings:
@@ -608,22 +630,7 @@ class Exchange:
         reply = self._reply
         end = time.perf_counter()
         logical.wire_ms += (end - self._t0) * 1000.0
-        problem = broken
-        usage: TokenUsage | None = None
-        parsed: Any = None
-        if problem is None and body is not None:
-            try:
-                parsed = orjson.loads(body)
-                reply.body(parsed)
-            except orjson.JSONDecodeError:
-                problem = "the reply is not valid JSON" + ("" if complete else " (cut off)")
-            except BadReply as exc:
-                problem = str(exc)
-        if problem is None:
-            try:
-                usage = parse_usage(call.api, reply.usage_raw)
-            except BadReply as exc:
-                problem = str(exc)
+        usage, parsed, problem = self._read_usage(body, complete=complete, broken=broken)
         model = reply.model or call.model
         model_uri = f"{call.provider}:{model}"
         if op.model != model_uri:
@@ -654,6 +661,29 @@ class Exchange:
                 ),
             )
         self._capture(op, model, parsed if events is False else {"events": reply.events})
+
+    def _read_usage(
+        self, body: bytes | None, *, complete: bool, broken: str | None
+    ) -> tuple[TokenUsage | None, Any, str | None]:
+        """The reply's usage and its parsed body (a whole reply's), or why it cannot be measured."""
+        reply = self._reply
+        problem = broken
+        usage: TokenUsage | None = None
+        parsed: Any = None
+        if problem is None and body is not None:
+            try:
+                parsed = orjson.loads(body)
+                reply.body(parsed)
+            except orjson.JSONDecodeError:
+                problem = "the reply is not valid JSON" + ("" if complete else " (cut off)")
+            except BadReply as exc:
+                problem = str(exc)
+        if problem is None:
+            try:
+                usage = parse_usage(self.call.api, reply.usage_raw)
+            except BadReply as exc:
+                problem = str(exc)
+        return usage, parsed, problem
 
     def _capture(self, op: Operation, model: str, response_body: Any) -> None:
         home = op.home

@@ -400,167 +400,192 @@ class HttpTransport:
             t_wait = self._clock()
             self._slots.acquire()
             queued_ms = (self._clock() - t_wait) * 1000.0
+        request = route.head + b"%d\r\n\r\n" % len(payload) + payload if route.origin is not None else b""
+        call = _Call(url, route, body, payload, request, timeout)
         try:
-            return self._attempts(url, route, body, payload, timeout, queued_ms, before_dispatch)
+            return self._attempts(call, _Times(queued_ms=queued_ms), before_dispatch)
         finally:
             if self._slots is not None:
                 self._slots.release()
 
-    def _attempts(
-        self,
-        url: str,
-        route: _Route,
-        body: Mapping[str, Any],
-        payload: bytes,
-        timeout: float,
-        queued_ms: float,
-        before_dispatch: Callable[[], None] | None,
-    ) -> HttpResult:
-        policy = self.policy
-        safe_headers = route.safe_headers
-        safe_url = route.safe_url
-        origin = route.origin
-        request = route.head + b"%d\r\n\r\n" % len(payload) + payload if origin is not None else b""
-        wire_ms = retry_ms = ttfb_ms = 0.0
-        rate_limit_retries = 0
+    def _attempts(self, call: _Call, times: _Times, before_dispatch: Callable[[], None] | None) -> HttpResult:
+        """Send ``call`` until it succeeds, fails for good or runs out of attempts."""
         attempt = 0
         while True:
             attempt += 1
             if before_dispatch is not None:
                 before_dispatch()
-            t0 = self._clock()
-            status = 0
-            resp_headers: Mapping[str, str] = {}
-            resp_body: Any = None
-            failure: str
-            try:
-                if origin is not None:
-                    status, resp_headers, raw, first_byte_at = origin.exchange(
-                        request, timeout, self._clock, self.max_response_bytes
-                    )
-                    ttfb_ms = (first_byte_at - t0) * 1000.0
-                else:
-                    status, resp_headers, raw, ttfb_ms = self._send_via_requests(
-                        url, route.send_headers, payload, timeout, t0
-                    )
-            except WireError as exc:
-                wire_ms += (self._clock() - t0) * 1000.0
-                failure = f"network error: {exc}"
-                retryable = exc.retryable
-                hint = exc.hint
-                if isinstance(exc, WireTruncated):
-                    status = exc.status
-            except requests.RequestException as exc:
-                wire_ms += (self._clock() - t0) * 1000.0
-                failure = f"network error: {_describe_exception(exc)}"
-                retryable = True
-                hint = None
-            else:
-                wire_ms += (self._clock() - t0) * 1000.0
-                text = raw.decode("utf-8", errors="replace")
-                try:
-                    resp_body = json.loads(text) if text.strip() else None
-                    parsed_ok = resp_body is not None
-                except ValueError:
-                    resp_body = text
-                    parsed_ok = False
-                if 200 <= status < 300:
-                    exchange = self._exchange(
-                        safe_url,
-                        safe_headers,
-                        body,
-                        status,
-                        resp_headers,
-                        resp_body,
-                        attempt,
-                        scrub=not parsed_ok,
-                    )
-                    if not parsed_ok:
-                        # A 2xx that is not JSON was still dispatched (and maybe billed); it is
-                        # not retried so a misbehaving gateway cannot multiply the spend.
-                        raise ProviderError(
-                            f"{self.provider} returned HTTP {status} with a body that is not valid JSON: "
-                            f"{describe_error_body(text)}",
-                            provider=self.provider,
-                            status=status,
-                            retryable=False,
-                            request_id=find_request_id(resp_headers),
-                            attempts=attempt,
-                            hint="check the base URL points at a compatible API",
-                            secrets=self._secrets,
-                            exchange=exchange,
-                        )
-                    timing = CallTiming(
-                        queued_ms=queued_ms,
-                        attempts=attempt,
-                        retry_ms=retry_ms,
-                        ttfb_ms=ttfb_ms,
-                        wire_ms=wire_ms,
-                        rate_limit_retries=rate_limit_retries,
-                    )
-                    return HttpResult(
-                        status=status,
-                        headers=resp_headers,
-                        body=resp_body,
-                        request_id=find_request_id(resp_headers, resp_body),
-                        timing=timing,
-                        exchange=exchange,
-                    )
-                failure = f"HTTP {status}: {describe_error_body(resp_body)}"
-                retryable = status in policy.retry_statuses
-                hint = None
+            reply = self._attempt(call, times)
+            if reply.failure is None:
+                return self._accepted(call, reply, attempt, times)
+            if not reply.retryable or attempt >= self.policy.max_attempts:
+                raise self._failed(call, reply, attempt)
+            self._pause(reply, attempt, times)
 
-            if not retryable or attempt >= policy.max_attempts:
-                exchange = self._exchange(
-                    safe_url, safe_headers, body, status or None, resp_headers, resp_body, attempt, scrub=True
+    def _attempt(self, call: _Call, times: _Times) -> _Reply:
+        """One attempt: the reply, or why it failed (its wire and first-byte times noted)."""
+        origin = call.route.origin
+        t0 = self._clock()
+        headers: Mapping[str, str]
+        try:
+            if origin is not None:
+                status, headers, raw, first_byte_at = origin.exchange(
+                    call.request, call.timeout, self._clock, self.max_response_bytes
                 )
-                tries = f" after {attempt} attempts" if attempt > 1 else ""
-                raise ProviderError(
-                    f"{self.provider} request failed{tries}: {failure}",
-                    provider=self.provider,
-                    status=status,
-                    retryable=retryable,
-                    request_id=find_request_id(resp_headers, resp_body),
-                    attempts=attempt,
-                    hint=hint or _hint_for(status, url),
-                    secrets=self._secrets,
-                    exchange=exchange,
-                )
-            requested = server_delay(resp_headers, resp_body, self._wall_clock()) if status else None
-            if requested is not None:
-                delay = min(requested, policy.max_retry_after)
+                times.ttfb_ms = (first_byte_at - t0) * 1000.0
             else:
-                delay = self.backoff(attempt)
-            if status == 429:
-                rate_limit_retries += 1
-            if delay > 0:
-                self._sleep(delay)
-            retry_ms += delay * 1000.0
+                status, headers, raw, times.ttfb_ms = self._send_via_requests(
+                    call.url, call.route.send_headers, call.payload, call.timeout, t0
+                )
+        except WireError as exc:
+            times.wire_ms += (self._clock() - t0) * 1000.0
+            return _Reply(
+                status=exc.status if isinstance(exc, WireTruncated) else 0,
+                failure=f"network error: {exc}",
+                retryable=exc.retryable,
+                hint=exc.hint,
+            )
+        except requests.RequestException as exc:
+            times.wire_ms += (self._clock() - t0) * 1000.0
+            return _Reply(failure=f"network error: {_describe_exception(exc)}", retryable=True)
+        times.wire_ms += (self._clock() - t0) * 1000.0
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            parsed: Any = json.loads(text) if text.strip() else None
+            parsed_ok = parsed is not None
+        except ValueError:
+            parsed = text
+            parsed_ok = False
+        if 200 <= status < 300:
+            return _Reply(status=status, headers=headers, body=parsed, text=text, parsed_ok=parsed_ok)
+        return _Reply(
+            status=status,
+            headers=headers,
+            body=parsed,
+            failure=f"HTTP {status}: {describe_error_body(parsed)}",
+            retryable=status in self.policy.retry_statuses,
+        )
 
-    def _exchange(
-        self,
-        safe_url: str,
-        safe_headers: Mapping[str, str],
-        body: Mapping[str, Any],
-        status: int | None,
-        resp_headers: Mapping[str, str],
-        resp_body: Any,
-        attempts: int,
-        *,
-        scrub: bool,
-    ) -> WireExchange:
+    def _accepted(self, call: _Call, reply: _Reply, attempt: int, times: _Times) -> HttpResult:
+        """The result of a 2xx reply; raises for one whose body is not JSON."""
+        exchange = self._exchange(call, reply, attempt, scrub=not reply.parsed_ok)
+        if not reply.parsed_ok:
+            # A 2xx that is not JSON was still dispatched (and maybe billed); it is not
+            # retried so a misbehaving gateway cannot multiply the spend.
+            raise ProviderError(
+                f"{self.provider} returned HTTP {reply.status} with a body that is not valid JSON: "
+                f"{describe_error_body(reply.text)}",
+                provider=self.provider,
+                status=reply.status,
+                retryable=False,
+                request_id=find_request_id(reply.headers),
+                attempts=attempt,
+                hint="check the base URL points at a compatible API",
+                secrets=self._secrets,
+                exchange=exchange,
+            )
+        return HttpResult(
+            status=reply.status,
+            headers=reply.headers,
+            body=reply.body,
+            request_id=find_request_id(reply.headers, reply.body),
+            timing=times.timing(attempt),
+            exchange=exchange,
+        )
+
+    def _failed(self, call: _Call, reply: _Reply, attempt: int) -> ProviderError:
+        """The error of a call whose last attempt failed (for good, or the attempts ran out)."""
+        exchange = self._exchange(call, reply, attempt, scrub=True)
+        tries = f" after {attempt} attempts" if attempt > 1 else ""
+        return ProviderError(
+            f"{self.provider} request failed{tries}: {reply.failure}",
+            provider=self.provider,
+            status=reply.status,
+            retryable=reply.retryable,
+            request_id=find_request_id(reply.headers, reply.body),
+            attempts=attempt,
+            hint=reply.hint or _hint_for(reply.status, call.url),
+            secrets=self._secrets,
+            exchange=exchange,
+        )
+
+    def _pause(self, reply: _Reply, attempt: int, times: _Times) -> None:
+        """Wait before the next attempt: as long as the server asked (capped), else the backoff."""
+        requested = server_delay(reply.headers, reply.body, self._wall_clock()) if reply.status else None
+        delay = (
+            min(requested, self.policy.max_retry_after) if requested is not None else self.backoff(attempt)
+        )
+        if reply.status == 429:
+            times.rate_limit_retries += 1
+        if delay > 0:
+            self._sleep(delay)
+        times.retry_ms += delay * 1000.0
+
+    def _exchange(self, call: _Call, reply: _Reply, attempts: int, *, scrub: bool) -> WireExchange:
         # Bodies are scrubbed eagerly only on failures (an error body may echo the key and the
         # exchange travels with the exception); on success they are kept raw because capture
         # redacts every record it builds, and scrubbing costs ~50 µs per call on the hot path.
+        body = call.body
         return WireExchange(
             method="POST",
-            url=safe_url,
-            request_headers=safe_headers,
+            url=call.route.safe_url,
+            request_headers=call.route.safe_headers,
             request_body=redact_value(body, extra=self._secrets) if scrub else body,
-            status=status,
-            response_headers=redact_headers(dict(resp_headers)) if scrub else resp_headers,
-            response_body=redact_value(resp_body, extra=self._secrets) if scrub else resp_body,
+            status=reply.status or None,
+            response_headers=redact_headers(dict(reply.headers)) if scrub else reply.headers,
+            response_body=redact_value(reply.body, extra=self._secrets) if scrub else reply.body,
             attempts=attempts,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One ``post_json`` call: where it goes and what it sends, the same for every attempt."""
+
+    url: str
+    route: _Route
+    body: Mapping[str, Any]
+    payload: bytes
+    """The JSON body."""
+    request: bytes
+    """The whole request (lean client only; empty when sending through requests)."""
+    timeout: float
+
+
+@dataclass(slots=True)
+class _Reply:
+    """What one attempt got: a 2xx reply (``failure`` is ``None``), or why it failed."""
+
+    status: int = 0
+    """The HTTP status; 0 when no reply came."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    """The parsed JSON body, the text when it is not JSON, ``None`` when empty or none came."""
+    text: str = ""
+    parsed_ok: bool = False
+    failure: str | None = None
+    retryable: bool = False
+    hint: str | None = None
+
+
+@dataclass(slots=True)
+class _Times:
+    """A call's time so far, over its attempts (milliseconds)."""
+
+    queued_ms: float
+    wire_ms: float = 0.0
+    retry_ms: float = 0.0
+    ttfb_ms: float = 0.0
+    rate_limit_retries: int = 0
+
+    def timing(self, attempts: int) -> CallTiming:
+        return CallTiming(
+            queued_ms=self.queued_ms,
+            attempts=attempts,
+            retry_ms=self.retry_ms,
+            ttfb_ms=self.ttfb_ms,
+            wire_ms=self.wire_ms,
+            rate_limit_retries=self.rate_limit_retries,
         )
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from axl_action.atomic import sync_file_and_directory
 from axl_action.errors import InputFileError, UsageError
+from axl_action.evals.continuation import Continuation
 from axl_action.evals.journal.base import JournalError, iso_utc, journal_path, tool_version
 from axl_action.evals.journal.checks import check_flags, check_segment, mismatch
 from axl_action.evals.journal.earlier import EarlierResults, earlier_results
@@ -51,6 +52,19 @@ class StartedResult:
     """Hand every settled item to this."""
     resumed: Resumed | None = None
     """Set when an earlier attempt's segment is continued."""
+
+    def continuation(self, on_abandoned: Callable[[int], None] | None = None) -> Continuation:
+        """The runner's (or the rescore's) hooks for this result: settled items go to the
+        journal, and a resumed segment's items and accounting are carried over."""
+        resumed = self.resumed
+        if resumed is None:
+            return Continuation(on_settled=self.on_settled, on_abandoned=on_abandoned)
+        return Continuation(
+            completed=resumed.completed,
+            prior_accounting=resumed.prior_accounting,
+            on_settled=self.on_settled,
+            on_abandoned=on_abandoned,
+        )
 
 
 class JournalSession:

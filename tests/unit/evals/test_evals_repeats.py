@@ -94,10 +94,16 @@ def test_repeats_run_concurrently_and_each_item_settles_once() -> None:
             active -= 1
         return {"output": inp["n"] * 2}
 
+    from axl_action.evals.continuation import Continuation
     from axl_action.evals.runner import execute_run
 
     defn = define_eval("wf", dataset("ds", items=items(2)), [EXACT], workflow, repeats=3)
-    record = execute_run(defn, Runtime(), concurrency=3, on_settled=lambda i, item: settled.append(i))
+    record = execute_run(
+        defn,
+        Runtime(),
+        concurrency=3,
+        continuation=Continuation(on_settled=lambda i, item: settled.append(i)),
+    )
     assert sorted(settled) == [0, 1]
     assert peak == 3
     assert [len(item["repeats"]) for item in record.wire["items"]] == [3, 3]

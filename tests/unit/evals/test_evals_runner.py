@@ -429,6 +429,7 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
     # so the CLI said "no result holds them" about an item the partial result held.
     import signal
 
+    from axl_action.evals.continuation import Continuation
     from axl_action.evals.runner import execute_run
 
     counted = threading.Event()
@@ -464,8 +465,9 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
                 definition,
                 Runtime(),
                 concurrency=2,
-                on_settled=lambda index, item: settled.append(index),
-                on_abandoned=on_abandoned,
+                continuation=Continuation(
+                    on_settled=lambda index, item: settled.append(index), on_abandoned=on_abandoned
+                ),
             )
         time.sleep(0.2)  # item 0's worker returns from its workflow and tries to settle
     finally:

@@ -1,5 +1,5 @@
 """The run journal in-process: the writer's durability rule, the reader's refusals, the runner's
-resume hooks (``completed``, ``prior_accounting``, ``on_settled``) and recover's results."""
+resume hooks (the runner's ``Continuation``) and recover's results."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from axl_action.cli.common import DEFAULT_GRACE_SECONDS, GRACE_ENV, grace_seconds
 from axl_action.errors import UsageError
+from axl_action.evals.continuation import Continuation
 from axl_action.evals.dataset import dataset
 from axl_action.evals.definition import define_eval
 from axl_action.evals.journal.base import JournalError, flags_of, is_final, iso_utc, seal_line
@@ -240,15 +241,20 @@ def test_completed_items_are_not_run_and_their_spend_is_folded_in() -> None:
     ran: list[int] = []
     definition = _priced_eval(6, ran)
     settled: dict[int, dict[str, Any]] = {}
-    first = execute_run(definition, Runtime(), on_settled=lambda i, item: settled.setdefault(i, item))
+    first = execute_run(
+        definition,
+        Runtime(),
+        continuation=Continuation(on_settled=lambda i, item: settled.setdefault(i, item)),
+    )
     assert sorted(settled) == list(range(6)) and ran == list(range(6))
     keep = {i: settled[i] for i in (0, 1, 2)}
     ran.clear()
     second = execute_run(
         definition,
         Runtime(),
-        completed=keep,
-        prior_accounting=[item["accounting"] for item in keep.values()],
+        continuation=Continuation(
+            completed=keep, prior_accounting=[item["accounting"] for item in keep.values()]
+        ),
         result_id=first.wire["id"],
     )
     assert ran == [3, 4, 5]
@@ -274,7 +280,11 @@ def test_the_budget_counts_the_spend_already_made() -> None:
     }
     # Item 0 settled before; two more paid calls were made for items interrupted then (run again
     # now): $0.75 already spent, so one more $0.25 call closes the $1 budget.
-    record = execute_run(definition, Runtime(), completed={0: kept}, prior_accounting=[_acc(0.25)] * 3)
+    record = execute_run(
+        definition,
+        Runtime(),
+        continuation=Continuation(completed={0: kept}, prior_accounting=[_acc(0.25)] * 3),
+    )
     budget = record.wire["accounting"]["budget"]
     assert ran == [1]
     assert budget["knownSpend"] == pytest.approx(1.0) and budget["status"] == "closed"
@@ -335,7 +345,7 @@ def test_recover_rebuilds_the_result_the_run_wrote(tmp_path: Path) -> None:
     session = JournalSession(tmp_path / "r.json", command="run", flags=flags_of(budget="$10"), resume=False)
     plan = plan_run(definition)
     started = session.start("priced_eval.py", "priced_eval.py", plan.facts)
-    record = execute_run(definition, Runtime(), plan=plan, on_settled=started.on_settled)
+    record = execute_run(definition, Runtime(), plan=plan, continuation=started.continuation())
     session.writer.close()
     [recovered] = recover_results(read_journal(path))
     assert recovered["metadata"].pop("recovered") == {
@@ -406,7 +416,7 @@ def test_a_free_items_empty_accounting_is_journaled_as_null_and_read_back_in_pla
     session = JournalSession(tmp_path / "r.json", command="run", flags=flags_of(), resume=False)
     plan = plan_run(definition)
     started = session.start("free_eval.py", "free_eval.py", plan.facts)
-    record = execute_run(definition, Runtime(), plan=plan, on_settled=started.on_settled)
+    record = execute_run(definition, Runtime(), plan=plan, continuation=started.continuation())
     session.writer.close()
     lines = [json.loads(line) for line in _lines(path)[1:]]
     assert len(lines) == 5 and all(line["item"]["accounting"] is None for line in lines)
