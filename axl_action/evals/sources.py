@@ -46,6 +46,9 @@ class SourceRecorder:
         self.root = root.resolve()
         self.active = False
         self.opened: set[str] = set()
+        # The hook runs on every open: each path's verdict and each folder's resolution once.
+        self._verdicts: dict[str, str | None] = {}
+        self._folders: dict[str, str] = {}
 
     def on_audit(self, event: str, args: tuple[object, ...]) -> None:
         """Audit hook: note files opened for reading under the root while active."""
@@ -60,10 +63,16 @@ class SourceRecorder:
         flags = args[2] if len(args) > 2 else 0
         if isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
             return
-        rel = _relative(Path(os.fsdecode(target)), self.root)
-        if rel is None or rel.startswith(".git/") or "__pycache__/" in rel or rel.endswith(".pyc"):
-            return
-        self.opened.add(rel)
+        path = os.path.abspath(os.fsdecode(target))  # the key holds if the eval changes directory
+        if path in self._verdicts:
+            rel = self._verdicts[path]
+        else:
+            rel = None if path.endswith(".pyc") else _relative(path, self.root, self._folders)
+            if rel is not None and (rel.startswith(".git/") or "__pycache__/" in rel):
+                rel = None
+            self._verdicts[path] = rel
+        if rel is not None:
+            self.opened.add(rel)
 
     def start(self) -> None:
         """Begin one eval's run: forget the files of the previous one."""
@@ -76,13 +85,12 @@ class SourceRecorder:
     def module_files(self, modules: Mapping[str, object] | None = None) -> list[str]:
         """Repository-local modules currently loaded (relative paths)."""
         found: set[str] = set()
-        folders: dict[str, str] = {}
         for name, module in list((modules if modules is not None else sys.modules).items()):
             if name == "axl_action" or name.startswith("axl_action."):
                 continue  # the tool itself: its version is recorded instead
             file = getattr(module, "__file__", None)
             if isinstance(file, str):
-                rel = _relative(file, self.root, folders)
+                rel = _relative(file, self.root, self._folders)
                 if rel is not None:
                     found.add(rel)
         return sorted(found)
