@@ -1,0 +1,126 @@
+"""Read the figures a reader sees back out of an HTML report, without a browser.
+
+``report_figures(html)`` returns the static figures (the verdict header, every table's cells,
+the run figures) and, per item, the explorer's row and detail decoded from the data the page
+carries, keyed by name. The golden test compares these with ``tests/golden/report-figures.json``,
+written from the report as it was before the item data was packed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import zlib
+from html.parser import HTMLParser
+from typing import Any
+
+ROW_FIELDS = (
+    "index",
+    "title",
+    "outcome",
+    "baseline_outcome",
+    "flags",
+    "cost",
+    "latency",
+    "baseline_scores",
+    "candidate_scores",
+    "regressed",
+    "cost_text",
+    "flaky",
+)
+
+
+class _Figures(HTMLParser):
+    """Texts of the verdict header, the run figures and every static table; the data scripts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.header: list[str] = []
+        self.figures: list[str] = []
+        self.tables: list[list[list[str]]] = []
+        self.scripts: dict[str, tuple[dict[str, str | None], str]] = {}
+        self._where: list[str] = []
+        self._cell: list[str] | None = None
+        self._script: dict[str, str | None] | None = None
+        self._script_text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "script":
+            self._script = a
+            self._script_text = []
+            return
+        if tag == "header" and a.get("id") == "verdict":
+            self._where.append("header")
+        elif tag == "ul" and "figures" in (a.get("class") or ""):
+            self._where.append("figures")
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th") and self.tables:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._script is not None:
+            sid = self._script.get("id")
+            if sid:
+                self.scripts[sid] = (self._script, "".join(self._script_text))
+            self._script = None
+        elif (tag, self._where[-1:]) in (("header", ["header"]), ("ul", ["figures"])):
+            self._where.pop()
+        elif tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
+            self.tables[-1][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            self._script_text.append(data)
+            return
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._where[-1:] == ["header"]:
+            self.header.append(data)
+        elif self._where[-1:] == ["figures"]:
+            self.figures.append(data)
+
+
+def _inflate(text: str) -> str:
+    return zlib.decompress(base64.b64decode(text), -15).decode("utf-8")
+
+
+def explorer_data(html: str) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
+    """(meta, rows, details) of the item explorer: rows in the v1 row layout."""
+    p = _Figures()
+    p.feed(html)
+    _, rows_text = p.scripts["axl-rows"]
+    meta = json.loads(rows_text)
+    rows: list[list[Any]] = meta["rows"]
+    attrs, details_text = p.scripts["axl-details"]
+    if attrs.get("data-encoding") == "json":
+        details = json.loads(details_text)
+    else:
+        details = [d for part in details_text.strip().split(".") for d in json.loads(_inflate(part))]
+    return meta, rows, details
+
+
+def report_figures(html: str) -> dict[str, Any]:
+    """The figures a reader sees: static header, tables and run figures, and every item."""
+    p = _Figures()
+    p.feed(html)
+    meta, rows, details = explorer_data(html)
+    items = []
+    for row, detail in zip(rows, details, strict=True):
+        fields = dict(zip(ROW_FIELDS, row, strict=False))
+        fields.setdefault("flaky", 0)
+        items.append({"row": fields, "detail": detail})
+    return {
+        "header": " ".join(" ".join(p.header).split()),
+        "figures": re.sub(r"\s+", " ", " ".join(p.figures)).strip(),
+        # The explorer's table is built by the page's script; static tables only here.
+        "tables": [t for t in p.tables if t],
+        "scorers": meta["scorers"],
+        "has_baseline": meta["hasBaseline"],
+        "items": items,
+    }
