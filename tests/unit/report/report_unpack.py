@@ -15,6 +15,10 @@ import zlib
 from html.parser import HTMLParser
 from typing import Any
 
+#: What the packed elements may hold: base64, and ``.`` between detail chunks.
+BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+BASE64_CHUNKS = re.compile(r"[A-Za-z0-9+/=]*(?:\.[A-Za-z0-9+/=]+)*")
+
 ROW_FIELDS = (
     "index",
     "title",
@@ -91,18 +95,62 @@ def _inflate(text: str) -> str:
 
 
 def explorer_data(html: str) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
-    """(meta, rows, details) of the item explorer: rows in the v1 row layout."""
+    """(meta, rows, details) of the item explorer, unpacked as the page unpacks them: the
+    columns of ``axl-cols`` back into one row per item (the layout of ``ROW_FIELDS``) and every
+    chunk of ``axl-details``."""
     p = _Figures()
     p.feed(html)
-    _, rows_text = p.scripts["axl-rows"]
-    meta = json.loads(rows_text)
-    rows: list[list[Any]] = meta["rows"]
+    _, meta_text = p.scripts["axl-rows"]
+    meta = json.loads(meta_text)
+    assert meta["v"] == 2
+    cols_attrs, cols_text = p.scripts["axl-cols"]
+    assert cols_attrs.get("type") == "application/octet-stream"
+    assert cols_attrs.get("data-encoding") == "deflate-raw+base64"
     attrs, details_text = p.scripts["axl-details"]
-    if attrs.get("data-encoding") == "json":
-        details = json.loads(details_text)
-    else:
-        details = [d for part in details_text.strip().split(".") for d in json.loads(_inflate(part))]
+    assert attrs.get("type") == "application/octet-stream"
+    assert int(attrs.get("data-chunk-items") or 0) == meta["chunkItems"]
+    rows, details = _unpack(meta, cols_text, details_text)
     return meta, rows, details
+
+
+def unpack_payload(payload: Any) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
+    """(meta, rows, details) of an ``ExplorerPayload``, as :func:`explorer_data` gives them."""
+    meta = json.loads(payload.rows_json)
+    rows, details = _unpack(meta, payload.columns_text, payload.details_text)
+    return meta, rows, details
+
+
+def _unpack(
+    meta: dict[str, Any], cols_text: str, details_text: str
+) -> tuple[list[list[Any]], list[dict[str, Any]]]:
+    assert BASE64.fullmatch(cols_text.strip()) and BASE64_CHUNKS.fullmatch(details_text.strip())
+    cols = json.loads(_inflate(cols_text.strip()))
+    n = meta["items"]
+    rows: list[list[Any]] = []
+    for i in range(n):
+        paired = cols["bout"][i] is not None
+        rows.append(
+            [
+                i,
+                cols["title"][i],
+                cols["out"][i],
+                cols["bout"][i],
+                cols["flags"][i],
+                cols["cost"][i],
+                cols["lat"][i],
+                [col[i] for col in cols["b"]] if paired else None,
+                [col[i] for col in cols["c"]],
+                cols["rs"][i],
+                cols["ct"][i],
+                cols["fk"][i] if "fk" in cols else 0,
+            ]
+        )
+    chunk = meta["chunkItems"]
+    parts = [json.loads(_inflate(part)) for part in details_text.strip().split(".") if part]
+    assert all(len(c) == chunk for c in parts[:-1])
+    details = [d for part in parts for d in part]
+    assert len(details) == n
+    return rows, details
 
 
 def report_figures(html: str) -> dict[str, Any]:
