@@ -157,3 +157,22 @@ def test_explorer_pairs_by_key_and_marks_new_items() -> None:
     _, rows, _ = unpack_payload(payload)
     assert rows[0][7] == [base.items[5].scores["exact"]]
     assert rows[5][7] is None and rows[5][3] is None
+
+
+def test_text_limit_cuts_every_stored_text_with_a_visible_mark() -> None:
+    base, cand = synthetic_pair(4, failed_every=0, seed=2)
+    cand.items[0].output = "y" * 1_234
+    cand.items[0].input = {"id": "q0", "question": "z" * 5_000}
+    detail = (cand.items[0].score_details or {})["judge"]
+    assert detail.metadata is not None
+    detail.metadata["reasoning"] = "r" * 300
+    payload = build_explorer(cand, base, ["exact", "judge"], text_limit=200)
+    _, _, details = unpack_payload(payload)
+    assert details[0]["co"] == "y" * 200 + "\n… 1,034 more characters"
+    # A structured input longer than the limit is stored as its text, cut.
+    assert isinstance(details[0]["in"], str) and details[0]["in"].endswith(" more characters")
+    assert len(details[0]["in"].split("\n… ")[0]) == 200
+    assert details[0]["sc"][1]["cr"] == "r" * 200 + "\n… 100 more characters"
+    assert details[1]["in"] == cand.items[1].input  # short: unchanged
+    whole = unpack_payload(build_explorer(cand, base, ["exact", "judge"], text_limit=0))[2]
+    assert whole[0]["co"] == "y" * 1_234 and whole[0]["in"] == cand.items[0].input
