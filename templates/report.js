@@ -8,26 +8,101 @@
   var root = byId("explorer");
   if (!rowsNode || !root) { return; }
 
-  var data = JSON.parse(rowsNode.textContent);
-  var scorers = data.scorers;
-  var hasBase = data.hasBaseline;
-  var rows = data.rows;
-  var N = rows.length;
-  var PAGE = data.pageSize || 100;
-  // Row layout (see axl_action/report/explorer.py): index, title, candidate outcome,
-  // baseline outcome, flags, cost, latency, baseline scores, candidate scores, regressed scorer ids,
-  // cost as shown. Money arrives formatted (axl_action/formatting.py): the page never prints it.
-  var R_I = 0, R_TITLE = 1, R_OUT = 2, R_BOUT = 3, R_FLAGS = 4, R_COST = 5, R_LAT = 6, R_B = 7, R_C = 8, R_RS = 9, R_COST_TEXT = 10;
+  // Item data (see axl_action/report/explorer.py and docs/reports.md, "Packed item data"):
+  // axl-rows is small plain JSON; axl-cols (the table's columns) and axl-details (item text,
+  // in chunks) are base64 of raw deflate, unpacked with the browser's DecompressionStream.
+  var meta = JSON.parse(rowsNode.textContent);
+  var scorers = meta.scorers;
+  var hasBase = meta.hasBaseline;
+  var N = meta.items;
+  var CHUNK = meta.chunkItems || 1000;
+  // Columns, once unpacked: title, out (candidate outcome), bout (baseline outcome, null: not in
+  // the baseline), flags, cost, lat, b / c (per scorer, each item's score), rs (regressed scorer
+  // ids or 0), ct (cost as shown), fk (flaky scorer ids or 0, with a history). Money arrives
+  // formatted (axl_action/formatting.py): the page never prints it.
+  var C = null;
+  // Row layout the cells and the detail read (rowOf): built only for rows on screen.
+  var R_I = 0, R_TITLE = 1, R_OUT = 2, R_BOUT = 3, R_FLAGS = 4, R_COST = 5, R_LAT = 6, R_B = 7, R_C = 8, R_RS = 9, R_COST_TEXT = 10, R_FK = 11;
   var F = { regressed: 1, improved: 2, changed: 4, failed: 8, budget: 16, skipped: 32, errors: 64, flaky: 128 };
-  // With a baseline history: rows get a 12th column (flaky scorer ids or 0), details a score strip.
-  var R_FK = 11;
-  var hist = data.history || null;
-  function isFlaky(r, k) { return hist !== null && r[R_FK] !== 0 && r[R_FK] !== undefined && r[R_FK].indexOf(k) >= 0; }
+  var hist = meta.history || null;
+  function isFlaky(r, k) { return hist !== null && r[R_FK] !== 0 && r[R_FK] !== undefined && r[R_FK] !== null && r[R_FK].indexOf(k) >= 0; }
+  function rowOf(i) {
+    var b = null, c = [];
+    if (C.bout[i] !== null) { b = []; for (var k = 0; k < scorers.length; k++) { b.push(C.b[k][i]); } }
+    for (var j = 0; j < scorers.length; j++) { c.push(C.c[j][i]); }
+    return [i, C.title[i], C.out[i], C.bout[i], C.flags[i], C.cost[i], C.lat[i], b, c, C.rs[i], C.ct[i], C.fk ? C.fk[i] : 0];
+  }
 
-  var details = null;
-  var haystacks = null;
-  var state = { chips: [], q: "", sort: "worst", dir: 1, page: 0, item: -1 };
+  var state = { chips: [], q: "", sort: "worst", dir: 1, item: -1 };
   var lastHash = "";
+  var busy = 0;
+  function working(d) {
+    busy += d;
+    if (busy > 0) { root.setAttribute("data-busy", "true"); } else { root.removeAttribute("data-busy"); }
+  }
+
+  // ---- unpacking ---------------------------------------------------------------
+  var canInflate = typeof DecompressionStream !== "undefined";
+  function inflate(b64) {
+    var bin = atob(b64);
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+    return new Response(stream).text();
+  }
+
+  // Detail chunks: CHUNK items each, inflated when an item in it is opened or searched; the
+  // most recently used MAX_CHUNKS stay unpacked.
+  var MAX_CHUNKS = 24;
+  var chunkTexts = null;
+  var chunks = {};
+  var chunkUse = [];
+  function asText(v) {
+    if (v === null || v === undefined) { return ""; }
+    return typeof v === "string" ? v : JSON.stringify(v, null, 2);
+  }
+  function haystack(i, d) {
+    var parts = [C.title[i], d.in, d.an, d.bs ? "" : d.bo, d.co];
+    if (d.sc) {
+      for (var k = 0; k < d.sc.length; k++) {
+        var s = d.sc[k];
+        if (s) { parts.push(s.br || "", s.cr || "", s.ce || ""); }
+      }
+    }
+    if (d.err) { parts.push(d.err); }
+    return parts.join("\n").toLowerCase();
+  }
+  function loadedChunk(c) { var e = chunks[c]; return e && e.list ? e : null; }
+  function getChunk(c) {
+    var e = chunks[c];
+    var at = chunkUse.indexOf(c);
+    if (at >= 0) { chunkUse.splice(at, 1); }
+    chunkUse.push(c);
+    if (e) { return e.promise; }
+    if (!chunkTexts) { chunkTexts = byId("axl-details").textContent.trim().split("."); }
+    e = { list: null, hay: null, promise: null };
+    chunks[c] = e;
+    working(1);
+    e.promise = inflate(chunkTexts[c]).then(function (text) {
+      var list = JSON.parse(text);
+      for (var j = 0; j < list.length; j++) {
+        var d = list[j];
+        d.in = asText(d.in);
+        d.co = asText(d.co);
+        d.an = d.an === undefined ? "" : asText(d.an);
+        d.bo = d.bs ? d.co : asText(d.bo);
+      }
+      e.list = list;
+      working(-1);
+      while (chunkUse.length > MAX_CHUNKS) {
+        var old = chunkUse.shift();
+        if (state.item < 0 || Math.floor(state.item / CHUNK) !== old) { delete chunks[old]; } else { chunkUse.push(old); break; }
+      }
+      return e;
+    }, function (err) { working(-1); delete chunks[c]; throw err; });
+    return e.promise;
+  }
+  function detailOf(i) { var e = loadedChunk(Math.floor(i / CHUNK)); return e ? e.list[i % CHUNK] : null; }
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -53,118 +128,177 @@
     if (b === null || b === undefined || c === null || c === undefined) { return null; }
     return c - b;
   }
-  function worst(row) {
-    var w = null;
-    for (var k = 0; k < scorers.length; k++) {
-      var d = delta(row, k);
-      if (d !== null && (w === null || d < w)) { w = d; }
-    }
-    return w;
-  }
+  // Worst score change per item, from the columns (NaN: none).
   var worstCache = new Float64Array(N);
-  for (var wi = 0; wi < N; wi++) {
-    var wv = worst(rows[wi]);
-    worstCache[wi] = wv === null ? NaN : wv;
+  function computeWorst() {
+    worstCache.fill(NaN);
+    if (!C.b) { return; }
+    for (var k = 0; k < scorers.length; k++) {
+      var bk = C.b[k], ck = C.c[k];
+      for (var i = 0; i < N; i++) {
+        var b = bk[i], c = ck[i];
+        if (b === null || c === null || b === undefined || c === undefined) { continue; }
+        var d = c - b, w = worstCache[i];
+        if (w !== w || d < w) { worstCache[i] = d; }
+      }
+    }
   }
 
   // ---- filters -------------------------------------------------------------
+  // Each filter: [id, label, flag bit or 0, test of item i over the columns].
+  function flagChip(id, label, bit) { return [id, label, bit, function (i) { return (C.flags[i] & bit) !== 0; }]; }
   var chipDefs = [
-    ["regressed", "Regressed", function (r) { return (r[R_FLAGS] & F.regressed) !== 0; }],
-    ["improved", "Improved", function (r) { return (r[R_FLAGS] & F.improved) !== 0; }],
-    ["changed", "Output changed", function (r) { return (r[R_FLAGS] & F.changed) !== 0; }],
-    ["failed", "Failed", function (r) { return (r[R_FLAGS] & F.failed) !== 0; }],
-    ["budget", "Budget-stopped", function (r) { return (r[R_FLAGS] & F.budget) !== 0; }],
-    ["skipped", "Skipped", function (r) { return (r[R_FLAGS] & F.skipped) !== 0; }],
-    ["errors", "Scorer errors", function (r) { return (r[R_FLAGS] & F.errors) !== 0; }]
+    flagChip("regressed", "Regressed", F.regressed),
+    flagChip("improved", "Improved", F.improved),
+    flagChip("changed", "Output changed", F.changed),
+    flagChip("failed", "Failed", F.failed),
+    flagChip("budget", "Budget-stopped", F.budget),
+    flagChip("skipped", "Skipped", F.skipped),
+    flagChip("errors", "Scorer errors", F.errors)
   ];
-  if (hist) {
-    chipDefs.push(["flaky", "Flaky ↻", function (r) { return (r[R_FLAGS] & F.flaky) !== 0; }]);
-  }
+  if (hist) { chipDefs.push(flagChip("flaky", "Flaky ↻", F.flaky)); }
   if (!hasBase) {
     chipDefs = chipDefs.filter(function (c) { return c[0] !== "regressed" && c[0] !== "improved" && c[0] !== "changed"; });
   }
   scorers.forEach(function (name, k) {
     if (hasBase) {
-      chipDefs.push(["s" + k, name + " regressed", function (r) { return r[R_RS] !== 0 && r[R_RS].indexOf(k) >= 0; }]);
+      chipDefs.push(["s" + k, name + " regressed", 0, function (i) { var rs = C.rs[i]; return rs !== 0 && rs.indexOf(k) >= 0; }]);
     } else {
-      chipDefs.push(["s" + k, name + " < 1", function (r) { var c = r[R_C][k]; return c !== null && c !== undefined && c < 1; }]);
+      chipDefs.push(["s" + k, name + " < 1", 0, function (i) { var c = C.c[k][i]; return c !== null && c !== undefined && c < 1; }]);
     }
   });
   var chipById = {};
   chipDefs.forEach(function (c) { chipById[c[0]] = c; });
 
+  // Search: the title column at once; the item text chunk by chunk (searchText), each
+  // query's hits kept in a bitmap.
+  var titleLow = null;
+  var textHits = null;
   function matchesSearch(i) {
     if (!state.q) { return true; }
-    if (haystacks) { return haystacks[i].indexOf(state.q) >= 0; }
-    return rows[i][R_TITLE].toLowerCase().indexOf(state.q) >= 0;
+    if (titleLow[i].indexOf(state.q) >= 0) { return true; }
+    return textHits !== null && textHits.q === state.q && textHits.hit[i] === 1;
+  }
+  function ensureTitles() {
+    if (titleLow) { return; }
+    titleLow = new Array(N);
+    for (var i = 0; i < N; i++) { titleLow[i] = C.title[i].toLowerCase(); }
   }
 
-  function buildHaystacks() {
-    if (haystacks || !details) { return; }
-    haystacks = new Array(N);
-    for (var i = 0; i < N; i++) {
-      var d = details[i];
-      var parts = [rows[i][R_TITLE], d.in, d.an, d.bs ? "" : d.bo, d.co];
-      if (d.sc) {
-        for (var k = 0; k < d.sc.length; k++) {
-          var s = d.sc[k];
-          if (s) { parts.push(s.br || "", s.cr || "", s.ce || ""); }
-        }
+  function searchText(q) {
+    if (!q || !canInflate || (textHits && textHits.q === q)) { return; }
+    var run = { q: q, hit: new Uint8Array(N), done: 0, total: chunkCount() };
+    textHits = run;
+    working(1);
+    var next = 0;
+    function step() {
+      if (textHits !== run) { working(-1); return; }
+      if (next >= run.total) {
+        run.complete = true;
+        working(-1);
+        update(false);
+        return;
       }
-      if (d.err) { parts.push(d.err); }
-      haystacks[i] = parts.join("\n").toLowerCase();
+      var c = next++;
+      getChunk(c).then(function (e) {
+        if (!e.hay) { e.hay = e.list.map(function (d, j) { return haystack(c * CHUNK + j, d); }); }
+        var found = false;
+        for (var j = 0; j < e.hay.length; j++) {
+          if (e.hay[j].indexOf(q) >= 0) { run.hit[c * CHUNK + j] = 1; found = true; }
+        }
+        run.done++;
+        if (found) { run.dirty = true; }
+        var now = Date.now();
+        if (textHits === run && run.dirty && now - (run.drawn || 0) > 250) {
+          run.dirty = false;
+          run.drawn = now;
+          update(false);
+        } else if (textHits === run) { renderChips(); }
+        step();
+      }, function (err) {
+        working(-1);
+        if (textHits === run) { status.textContent = "Item text could not be unpacked: " + err.message; }
+      });
     }
+    step();
   }
+  function chunkCount() { return Math.ceil(N / CHUNK); }
 
   var visible = [];
   var counts = {};
 
-  function applyFilters() {
-    var active = state.chips.map(function (id) { return chipById[id]; }).filter(Boolean);
-    var out = [];
-    var cnt = {};
-    chipDefs.forEach(function (c) { cnt[c[0]] = 0; });
+  // The order of all items under the current sort, computed once per sort; filtering walks
+  // it and keeps the matches, so a filter or search costs one pass over the columns.
+  var order = null, orderKey = "";
+  function sortOrder() {
+    var key = state.sort + ":" + state.dir;
+    if (order && orderKey === key) { return order; }
+    var keys = new Float64Array(N);
+    var text = null;
     for (var i = 0; i < N; i++) {
-      var r = rows[i];
-      var ok = true;
-      for (var a = 0; a < active.length; a++) {
-        if (!active[a][2](r)) { ok = false; break; }
-      }
-      if (!ok || !matchesSearch(i)) { continue; }
-      out.push(i);
-      for (var c = 0; c < chipDefs.length; c++) {
-        if (chipDefs[c][2](r)) { cnt[chipDefs[c][0]]++; }
-      }
+      var v = sortKey(i);
+      if (typeof v === "string") { text = text || new Array(N); text[i] = v; keys[i] = 0; }
+      else { keys[i] = v === null || v === undefined ? NaN : v; }
     }
-    counts = cnt;
-    visible = sortRows(out);
-  }
-
-  function sortKey(i) {
-    var r = rows[i], key = state.sort;
-    if (key === "worst") { return worstCache[i]; }
-    if (key === "index") { return r[R_I]; }
-    if (key === "cost") { return r[R_COST]; }
-    if (key === "latency") { return r[R_LAT]; }
-    if (key === "outcome") { return r[R_OUT]; }
-    if (key.charAt(0) === "d") { return delta(r, +key.slice(1)); }
-    if (key.charAt(0) === "c") { return r[R_C][+key.slice(1)]; }
-    return r[R_I];
-  }
-
-  function sortRows(list) {
-    var keys = {};
-    for (var j = 0; j < list.length; j++) { keys[list[j]] = sortKey(list[j]); }
+    var idx = new Array(N);
+    for (var j = 0; j < N; j++) { idx[j] = j; }
     var dir = state.dir;
-    return list.sort(function (x, y) {
-      var a = keys[x], b = keys[y];
-      var an = a === null || a === undefined || (typeof a === "number" && isNaN(a));
-      var bn = b === null || b === undefined || (typeof b === "number" && isNaN(b));
+    idx.sort(function (x, y) {
+      var a, b;
+      if (text) {
+        a = text[x]; b = text[y];
+        if (a < b) { return -dir; }
+        if (a > b) { return dir; }
+        return x - y;
+      }
+      a = keys[x]; b = keys[y];
+      var an = a !== a, bn = b !== b;
       if (an || bn) { return an === bn ? x - y : (an ? 1 : -1); }
       if (a < b) { return -dir; }
       if (a > b) { return dir; }
       return x - y;
     });
+    order = idx;
+    orderKey = key;
+    return order;
+  }
+
+  function applyFilters() {
+    var active = state.chips.map(function (id) { return chipById[id]; }).filter(Boolean);
+    if (state.q) { ensureTitles(); }
+    var nc = chipDefs.length;
+    var cnt = new Array(nc).fill(0);
+    var keep = new Uint8Array(N);
+    for (var i = 0; i < N; i++) {
+      var ok = true;
+      for (var a = 0; a < active.length; a++) {
+        if (!active[a][3](i)) { ok = false; break; }
+      }
+      if (!ok || !matchesSearch(i)) { continue; }
+      keep[i] = 1;
+      var fl = C.flags[i];
+      for (var c = 0; c < nc; c++) {
+        var def = chipDefs[c];
+        if (def[2] ? (fl & def[2]) !== 0 : def[3](i)) { cnt[c]++; }
+      }
+    }
+    counts = {};
+    chipDefs.forEach(function (def, c) { counts[def[0]] = cnt[c]; });
+    var all = sortOrder(), out = [];
+    for (var j = 0; j < N; j++) { if (keep[all[j]]) { out.push(all[j]); } }
+    visible = out;
+  }
+
+  function sortKey(i) {
+    var key = state.sort;
+    if (key === "worst") { return worstCache[i]; }
+    if (key === "index") { return i; }
+    if (key === "cost") { return C.cost[i]; }
+    if (key === "latency") { return C.lat[i]; }
+    if (key === "outcome") { return C.out[i]; }
+    if (key.charAt(0) === "d") { var k = +key.slice(1); var b = C.b ? C.b[k][i] : null, c = C.c[k][i]; return b === null || c === null || b === undefined || c === undefined ? null : c - b; }
+    if (key.charAt(0) === "c") { return C.c[+key.slice(1)][i]; }
+    return i;
   }
 
   // ---- DOM skeleton ----------------------------------------------------------
@@ -189,11 +323,11 @@
   var tbody = el("tbody");
   table.appendChild(thead);
   table.appendChild(tbody);
-  var tableScroll = el("div", "table-scroll");
+  // Virtualized: only the rows in view (and OVERSCAN either side) are in the DOM, between
+  // two spacer rows that stand for the rest.
+  var tableScroll = el("div", "table-scroll vscroll");
   tableScroll.appendChild(table);
-  var pager = el("div", "pager");
   listWrap.appendChild(tableScroll);
-  listWrap.appendChild(pager);
   var detail = el("section", "detail");
   detail.id = "item-detail";
   detail.setAttribute("aria-label", "Item detail");
@@ -214,7 +348,7 @@
     b.addEventListener("click", function () {
       var at = state.chips.indexOf(c[0]);
       if (at >= 0) { state.chips.splice(at, 1); } else { state.chips.push(c[0]); }
-      state.page = 0;
+      tableScroll.scrollTop = 0;
       update(true);
     });
     chipButtons[c[0]] = b;
@@ -238,7 +372,7 @@
     b.title = col[0] === "worst" ? "Sort by worst score change" : "Sort by " + col[1];
     b.addEventListener("click", function () {
       if (state.sort === col[0]) { state.dir = -state.dir; } else { state.sort = col[0]; state.dir = col[0] === "worst" || col[0].charAt(0) === "d" ? 1 : (col[0] === "index" ? 1 : -1); }
-      state.page = 0;
+      tableScroll.scrollTop = 0;
       update(true);
     });
     headButtons[col[0]] = [th, b];
@@ -281,46 +415,87 @@
     return td;
   }
 
-  function renderTable() {
-    var pages = Math.max(1, Math.ceil(visible.length / PAGE));
-    if (state.page >= pages) { state.page = pages - 1; }
-    var start = state.page * PAGE;
-    var slice = visible.slice(start, start + PAGE);
+  var ROW_H = 33, OVERSCAN = 8;
+  var topPad = el("tr", "pad"), bottomPad = el("tr", "pad");
+  var topCell = el("td"), bottomCell = el("td");
+  [[topPad, topCell], [bottomPad, bottomCell]].forEach(function (p) {
+    p[0].setAttribute("aria-hidden", "true");
+    p[1].colSpan = columns.length;
+    p[0].appendChild(p[1]);
+  });
+
+  function rowNode(i) {
+    var r = rowOf(i);
+    var tr = el("tr", "row");
+    tr.tabIndex = 0;
+    tr.dataset.item = String(i);
+    tr.setAttribute("aria-rowindex", String(visible.indexOf(i) + 2));
+    if (i === state.item) { tr.className += " selected"; tr.setAttribute("aria-selected", "true"); }
+    tr.appendChild(el("td", "num", r[R_I]));
+    tr.appendChild(el("td", "title", r[R_TITLE]));
+    if (hasBase) {
+      var w = worstCache[i];
+      tr.appendChild(el("td", "num delta " + (w < 0 ? "bad" : w > 0 ? "good" : ""), isNaN(w) ? "—" : signed(w)));
+    }
+    tr.appendChild(outcomeCell(r));
+    for (var k = 0; k < scorers.length; k++) { tr.appendChild(scoreCell(r, k)); }
+    tr.appendChild(el("td", "num", r[R_COST_TEXT]));
+    tr.appendChild(el("td", "num", ms(r[R_LAT])));
+    return tr;
+  }
+
+  var shown = [0, 0];
+  function renderRows() {
+    var view = tableScroll.clientHeight || 600;
+    var head = thead.offsetHeight || 0;
+    var first = Math.max(0, Math.floor(Math.max(0, tableScroll.scrollTop - head) / ROW_H) - OVERSCAN);
+    var last = Math.min(visible.length, first + Math.ceil(view / ROW_H) + 2 * OVERSCAN);
+    shown = [first, last];
     var frag = document.createDocumentFragment();
-    slice.forEach(function (i) {
-      var r = rows[i];
-      var tr = el("tr", "row");
-      tr.tabIndex = 0;
-      tr.dataset.item = String(i);
-      if (i === state.item) { tr.className += " selected"; tr.setAttribute("aria-selected", "true"); }
-      tr.appendChild(el("td", "num", r[R_I]));
-      tr.appendChild(el("td", "title", r[R_TITLE]));
-      if (hasBase) {
-        var w = worstCache[i];
-        tr.appendChild(el("td", "num delta " + (w < 0 ? "bad" : w > 0 ? "good" : ""), isNaN(w) ? "—" : signed(w)));
-      }
-      tr.appendChild(outcomeCell(r));
-      for (var k = 0; k < scorers.length; k++) { tr.appendChild(scoreCell(r, k)); }
-      tr.appendChild(el("td", "num", r[R_COST_TEXT]));
-      tr.appendChild(el("td", "num", ms(r[R_LAT])));
-      frag.appendChild(tr);
-    });
+    topCell.style.height = (first * ROW_H) + "px";
+    bottomCell.style.height = ((visible.length - last) * ROW_H) + "px";
+    topPad.hidden = first === 0;
+    bottomPad.hidden = last === visible.length;
+    frag.appendChild(topPad);
+    for (var p = first; p < last; p++) { frag.appendChild(rowNode(visible[p])); }
+    frag.appendChild(bottomPad);
+    var focused = document.activeElement && document.activeElement.parentNode === tbody ? document.activeElement.dataset.item : null;
     tbody.textContent = "";
     tbody.appendChild(frag);
+    if (focused !== null) {
+      var again = tbody.querySelector('tr[data-item="' + focused + '"]');
+      if (again) { again.focus({ preventScroll: true }); }
+    }
+    // Rows are one line each (CSS); measure once and redraw if the guess was off.
+    var one = tbody.querySelector("tr.row");
+    if (one) {
+      var h = one.getBoundingClientRect().height;
+      if (h > 0 && Math.abs(h - ROW_H) > 0.5) { ROW_H = h; renderRows(); }
+    }
+  }
 
-    pager.textContent = "";
-    var prev = el("button", "page-btn", "← Previous");
-    prev.type = "button";
-    prev.disabled = state.page === 0;
-    prev.addEventListener("click", function () { state.page--; update(true); });
-    var next = el("button", "page-btn", "Next →");
-    next.type = "button";
-    next.disabled = state.page >= pages - 1;
-    next.addEventListener("click", function () { state.page++; update(true); });
-    pager.appendChild(prev);
-    pager.appendChild(el("span", "page-info", "Page " + (state.page + 1) + " of " + pages));
-    pager.appendChild(next);
+  var scrollQueued = false;
+  tableScroll.addEventListener("scroll", function () {
+    if (scrollQueued) { return; }
+    scrollQueued = true;
+    requestAnimationFrame(function () { scrollQueued = false; if (C) { renderRows(); } });
+  });
 
+  // Scroll so the row at position p of the filtered list is on screen, draw, and focus it.
+  function focusRow(p) {
+    if (p < 0 || p >= visible.length) { return; }
+    var head = thead.offsetHeight || 0;
+    var top = head + p * ROW_H, view = tableScroll.clientHeight;
+    if (top - head < tableScroll.scrollTop) { tableScroll.scrollTop = top - head; }
+    else if (top + ROW_H > tableScroll.scrollTop + view) { tableScroll.scrollTop = top + ROW_H - view; }
+    renderRows();
+    var tr = tbody.querySelector('tr[data-item="' + visible[p] + '"]');
+    if (tr) { tr.focus({ preventScroll: true }); }
+  }
+
+  function renderTable() {
+    renderRows();
+    table.setAttribute("aria-rowcount", String(visible.length + 1));
     Object.keys(headButtons).forEach(function (key) {
       var th = headButtons[key][0];
       if (key === state.sort) { th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending"); } else { th.removeAttribute("aria-sort"); }
@@ -335,8 +510,14 @@
       b.lastChild.textContent = String(counts[c[0]] || 0);
     });
     var text = visible.length + " of " + N + " items";
-    if (state.q && !haystacks) { text += " (searching titles until the item text has loaded)"; }
+    if (state.q && textHits && textHits.q === state.q && !textHits.complete) {
+      text += " (searching the item text: " + textHits.done + " of " + textHits.total + " chunks)";
+    } else if (state.q && !canInflate) {
+      text += " (titles only)";
+    }
     status.textContent = text;
+    if (state.q && textHits && textHits.q === state.q && textHits.complete) { root.setAttribute("data-search", "done"); }
+    else if (state.q) { root.setAttribute("data-search", "running"); } else { root.removeAttribute("data-search"); }
   }
 
   // ---- word-level diff -----------------------------------------------------------
@@ -461,12 +642,14 @@
     return td;
   }
 
+  var detailFor = -2;
   function renderDetail() {
     detail.textContent = "";
     var i = state.item;
-    if (i < 0 || i >= N) { detail.hidden = true; return; }
+    detailFor = i;
+    if (i < 0 || i >= N) { detail.hidden = true; detail.removeAttribute("data-item"); return; }
     detail.hidden = false;
-    var r = rows[i];
+    var r = rowOf(i);
     var head = el("div", "d-head");
     head.appendChild(el("h3", "", "Item " + r[R_I]));
     var close = el("button", "close", "Close ✕");
@@ -475,11 +658,19 @@
     close.addEventListener("click", function () { closeDetail(); });
     head.appendChild(close);
     detail.appendChild(head);
-    if (!details) {
-      detail.appendChild(el("p", "muted", "Loading item text…"));
+    var d = detailOf(i);
+    if (!d) {
+      detailFor = -2;
+      detail.removeAttribute("data-item");
+      detail.appendChild(el("p", "muted", "Unpacking the item text…"));
+      getChunk(Math.floor(i / CHUNK)).then(function () {
+        if (state.item === i) { renderDetail(); }
+      }, function (err) {
+        if (state.item === i) { detail.appendChild(el("p", "err", "Item text could not be unpacked: " + err.message)); }
+      });
       return;
     }
-    var d = details[i];
+    detail.setAttribute("data-item", String(i));
     if (d.key) { detail.appendChild(el("p", "muted mono", d.key)); }
 
     var st = section("Scores");
@@ -600,7 +791,9 @@
 
   function openItem(i, focusDetail) {
     state.item = i;
-    update(true);
+    renderRows();
+    renderDetail();
+    writeHash();
     if (focusDetail) {
       detail.tabIndex = -1;
       detail.focus();
@@ -611,7 +804,9 @@
   function closeDetail() {
     var i = state.item;
     state.item = -1;
-    update(true);
+    renderRows();
+    renderDetail();
+    writeHash();
     var row = tbody.querySelector('tr[data-item="' + i + '"]');
     if (row) { row.focus(); }
   }
@@ -624,8 +819,10 @@
     var tr = ev.target;
     if (!tr || !tr.classList || !tr.classList.contains("row")) { return; }
     if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openItem(+tr.dataset.item, true); }
-    else if (ev.key === "ArrowDown" && tr.nextElementSibling) { ev.preventDefault(); tr.nextElementSibling.focus(); }
-    else if (ev.key === "ArrowUp" && tr.previousElementSibling) { ev.preventDefault(); tr.previousElementSibling.focus(); }
+    else if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+      ev.preventDefault();
+      focusRow(visible.indexOf(+tr.dataset.item) + (ev.key === "ArrowDown" ? 1 : -1));
+    }
   });
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "/" && document.activeElement !== search) { ev.preventDefault(); search.focus(); }
@@ -637,9 +834,9 @@
     if (searchTimer) { clearTimeout(searchTimer); }
     searchTimer = setTimeout(function () {
       state.q = search.value.trim().toLowerCase();
-      state.page = 0;
-      if (state.q) { buildHaystacks(); }
+      tableScroll.scrollTop = 0;
       update(true);
+      searchText(state.q);
     }, 120);
   });
 
@@ -649,13 +846,12 @@
     if (state.chips.length) { p.push("f=" + state.chips.map(encodeURIComponent).join(",")); }
     if (state.q) { p.push("q=" + encodeURIComponent(state.q)); }
     if (state.sort !== "worst" || state.dir !== 1) { p.push("sort=" + encodeURIComponent(state.sort) + "&dir=" + (state.dir > 0 ? "asc" : "desc")); }
-    if (state.page) { p.push("p=" + (state.page + 1)); }
     if (state.item >= 0) { p.push("item=" + state.item); }
     return p.length ? "#" + p.join("&") : "";
   }
 
   function fromHash(hash) {
-    var s = { chips: [], q: "", sort: "worst", dir: 1, page: 0, item: -1 };
+    var s = { chips: [], q: "", sort: "worst", dir: 1, item: -1 };
     (hash.charAt(0) === "#" ? hash.slice(1) : hash).split("&").forEach(function (kv) {
       if (!kv) { return; }
       var at = kv.indexOf("=");
@@ -666,7 +862,6 @@
       else if (k === "q") { s.q = v.toLowerCase(); }
       else if (k === "sort" && v && columns.some(function (c) { return c[0] === v; })) { s.sort = v; }
       else if (k === "dir") { s.dir = v === "desc" ? -1 : 1; }
-      else if (k === "p") { s.page = Math.max(0, (parseInt(v, 10) || 1) - 1); }
       else if (k === "item") { var n = parseInt(v, 10); s.item = n >= 0 && n < N ? n : -1; }
     });
     return s;
@@ -690,77 +885,60 @@
     state = fromHash(location.hash);
     lastHash = location.hash;
     search.value = state.q;
-    if (state.q) { buildHaystacks(); }
     update(false);
+    searchText(state.q);
     revealItem();
   });
 
   function update(pushHash) {
+    if (!C) { return; }
+    var t0 = performance.now();
     applyFilters();
     renderChips();
     renderTable();
-    renderDetail();
+    // How long filtering, counting and drawing the rows took (read by tests and benchmarks).
+    root.setAttribute("data-update-ms", (performance.now() - t0).toFixed(1));
+    if (state.item !== detailFor) { renderDetail(); }
     if (pushHash) { writeHash(); }
     root.setAttribute("data-ready", "true");
   }
 
-  // ---- start: rows first (interactive now), item text after ---------------------
-  state = fromHash(location.hash);
-  lastHash = location.hash;
-  search.value = state.q;
-  update(false);
-  revealItem();
+  // ---- start: the columns, then the table (interactive); item text on demand ----------
   var noscript = byId("explorer-noscript");
   if (noscript) { noscript.hidden = true; }
-
-  function loadDetails() {
-    var node = byId("axl-details");
-    if (!node) { return Promise.resolve([]); }
-    if (node.getAttribute("data-encoding") === "deflate-raw+base64") {
-      if (typeof DecompressionStream === "undefined") {
-        return Promise.reject(new Error("this browser cannot decompress the item text (DecompressionStream missing)"));
-      }
-      // Independent deflate chunks joined by "." (see explorer.py); inflate all, concatenate.
-      var parts = node.textContent.trim().split(".");
-      return Promise.all(parts.map(function (part) {
-        var bin = atob(part);
-        var bytes = new Uint8Array(bin.length);
-        for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-        var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-        return new Response(stream).text().then(JSON.parse);
-      })).then(function (lists) { return [].concat.apply([], lists); });
-    }
-    return Promise.resolve(JSON.parse(node.textContent));
+  if (!canInflate) {
+    // No DecompressionStream: the static report above is complete; say why there is no table.
+    var note = byId("explorer-unsupported");
+    if (note) { note.hidden = false; }
+    root.hidden = true;
+    root.setAttribute("data-ready", "unsupported");
+    return;
   }
-
-  // Structured values arrive as JSON values; show them pretty-printed.
-  function asText(v) {
-    if (v === null || v === undefined) { return ""; }
-    return typeof v === "string" ? v : JSON.stringify(v, null, 2);
-  }
-
-  loadDetails().then(function (list) {
-    for (var i = 0; i < list.length; i++) {
-      var d = list[i];
-      d.in = asText(d.in);
-      d.co = asText(d.co);
-      d.an = d.an === undefined ? "" : asText(d.an);
-      d.bo = d.bs ? d.co : asText(d.bo);
-    }
-    details = list;
-    root.setAttribute("data-details", "loaded");
-    if (state.q) { buildHaystacks(); }
+  status.textContent = "Unpacking " + N + " items…";
+  working(1);
+  inflate(byId("axl-cols").textContent.trim()).then(function (text) {
+    C = JSON.parse(text);
+    computeWorst();
+    state = fromHash(location.hash);
+    lastHash = location.hash;
+    search.value = state.q;
     update(false);
+    searchText(state.q);
+    revealItem();
+    working(-1);
+    if (hist) { startStrips(); }
   }, function (err) {
-    root.setAttribute("data-details", "failed");
-    status.textContent = "Item text could not be loaded: " + err.message;
+    working(-1);
+    root.setAttribute("data-ready", "failed");
+    status.textContent = "The item data could not be unpacked: " + err.message;
   });
 
-  if (hist) {
+  function startStrips() {
     loadStrips().then(function (view) {
       histView = view;
       root.setAttribute("data-history", view ? "loaded" : "unavailable");
       update(false);
+      renderDetail();
     }, function () { root.setAttribute("data-history", "failed"); });
   }
 })();

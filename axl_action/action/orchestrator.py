@@ -938,6 +938,7 @@ def _publish_report(
         baseline.results if baseline else None,
         evaluation.comparison,
         history=history,
+        text_limit=job.settings.report_text_limit,
     )
     path = job.scratch / "report" / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -141,6 +141,10 @@ class ActionSettings(BaseModel):
     report_artifact: str = "axl-eval-report"
     """Name of the artifact holding the HTML report."""
 
+    report_text_limit: int = 20_000
+    """Longest output or input stored in the HTML report, in characters (``--report-text-limit``);
+    the rest is cut with a visible mark. 0: no limit. results.json keeps the whole text."""
+
     working_directory: str = "."
     """Directory (relative to the workspace) in which evals and the command run."""
 
@@ -274,6 +278,13 @@ def _history_limit(text: str) -> int:
         raise ValueError(f"must be a whole number from 0 (no history) to {MAX_ROWS}") from None
 
 
+def _text_limit(text: str) -> int:
+    try:
+        return values.whole_number(text, low=0)
+    except ValueError:
+        raise ValueError("must be a whole number of characters, 0 for no limit") from None
+
+
 def _cost_limit(text: str) -> float:
     try:
         return values.percentage(text)
@@ -349,6 +360,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "comment": _choice(COMMENT_MODES),
     "suite": _suite,
     "report-artifact": _artifact_name,
+    "report-text-limit": _text_limit,
     "working-directory": _path,
     "capture-requests": _bool,
     "stream-usage": _bool,

@@ -20,6 +20,7 @@ from typing import TextIO
 from axl_action.cli.commands import compare_and_gate, help_requested
 from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
+from axl_action.values import whole_number
 
 SUMMARY = "Render the PR comment, job summary and HTML report for a result"
 
@@ -34,7 +35,7 @@ HELP = f"""\
        [--max-scorer-error-rate <0..1>] [--max-cost-increase <pct>] [--seed <n>]
        [--min-pass-rate <r|name=r,...>] [--pass-score <s>]
        [--run-url <url>] [--report-url <url>] [--history <file>] [--repo-url <url>]
-       [--fail-on-gate]
+       [--report-text-limit <n>] [--fail-on-gate]
 
 Renders reports for a results file, compared with --baseline when given, and prints the
 verdict. Exit 0 once the reports are written, even when the verdict is "fail" (a report is
@@ -57,6 +58,9 @@ usually wanted most then); with --fail-on-gate, exit 1 when a gate failed or ref
                                 and runs
   --run-url <url>               link to the CI run, shown in the reports
   --report-url <url>            link to the uploaded HTML report, shown in the comment
+  --report-text-limit <n>       longest output or input stored in the HTML report, in
+                                characters (default 20,000; 0: no limit); the rest is cut
+                                with a visible mark. The results file keeps the whole text
   --fail-on-gate                exit 1 when the verdict is "fail" (the reports are still written)
 
 With none of --html/--markdown/--summary, writes <candidate>.report.html next to the input.
@@ -71,6 +75,7 @@ _VALUE_FLAGS = (
     "--run-url",
     "--report-url",
     "--repo-url",
+    "--report-text-limit",
     *GATE_VALUE_FLAGS,
 )
 _BOOL_FLAGS = ("--fail-on-regression", "--fail-on-gate")
@@ -90,6 +95,8 @@ class ReportArgs:
     run_url: str | None = None
     report_url: str | None = None
     fail_on_gate: bool = False
+    text_limit: int | None = None
+    """``--report-text-limit``; None: the report's default (``REPORT_TEXT_LIMIT``)."""
     values: dict[str, str] = field(default_factory=dict)
 
 
@@ -115,12 +122,25 @@ def parse_args(argv: Sequence[str]) -> ReportArgs:
         run_url=values.get("--run-url"),
         report_url=values.get("--report-url"),
         fail_on_gate="--fail-on-gate" in scanned.flags,
+        text_limit=_text_limit(values.get("--report-text-limit")),
         values=values,
     )
     if not (args.html or args.markdown or args.summary):
         stem = Path(args.candidate)
         args.html = str(stem.with_name(stem.stem + ".report.html"))
     return args
+
+
+def _text_limit(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return whole_number(raw, low=0)
+    except ValueError:
+        raise UsageError(
+            f"--report-text-limit must be a whole number of characters, got {raw!r}",
+            hint="0 keeps every output whole",
+        ) from None
 
 
 def _write(path: str, text: str) -> Path:
@@ -145,6 +165,7 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
 
     from axl_action.cli.history import history_for
     from axl_action.report import (
+        REPORT_TEXT_LIMIT,
         RunInfo,
         build_report_context,
         render_comment,
@@ -196,7 +217,14 @@ def run(argv: list[str], *, out: TextIO | None = None) -> int:
     if args.summary:
         written.append(("Job summary", _write(args.summary, render_summary(ctx))))
     if args.html:
-        html = render_report_html(ctx, candidate, baseline, comparison, history=analysis)
+        html = render_report_html(
+            ctx,
+            candidate,
+            baseline,
+            comparison,
+            history=analysis,
+            text_limit=REPORT_TEXT_LIMIT if args.text_limit is None else args.text_limit,
+        )
         written.append(("HTML report", _write(args.html, html)))
     failing = f" (failed: {', '.join(ctx.failing_gates)})" if ctx.failing_gates else ""
     print(f"Verdict: {ctx.verdict}{failing}", file=stdout)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from axl_action.compare.models import Comparison
 from axl_action.report.context import build_report_context
-from axl_action.report.explorer import ExplorerPayload, build_explorer
+from axl_action.report.explorer import REPORT_TEXT_LIMIT, ExplorerPayload, build_explorer
 from axl_action.report.gate_rows import own_gates
 from axl_action.report.html import content_security_policy, render_html
 from axl_action.report.models import ReportContext, ReportLimits, RunInfo
@@ -56,13 +56,15 @@ def render_report_html(
     comparison: Comparison | None = None,
     *,
     history: HistoryAnalysis | None = None,
+    text_limit: int = REPORT_TEXT_LIMIT,
 ) -> str:
     """The single-file HTML report for these results (first run of each side).
 
     ``history``: the analysis the context was built with; the item explorer then shows each
-    item's score history and gets a "flaky" filter.
+    item's score history and gets a "flaky" filter. ``text_limit``: the longest output or
+    input the report stores (characters, 0: no limit); results.json keeps the whole text.
     """
-    return _render_report_html(ctx, candidate, baseline, comparison, history)
+    return _render_report_html(ctx, candidate, baseline, comparison, history, text_limit)
 
 
 def _render_report_html(
@@ -71,6 +73,7 @@ def _render_report_html(
     baseline: EvalResult | Sequence[EvalResult] | None,
     comparison: Comparison | None,
     history: HistoryAnalysis | None = None,
+    text_limit: int = REPORT_TEXT_LIMIT,
 ) -> str:
     cand = _first(candidate)
     assert cand is not None
@@ -104,12 +107,14 @@ def _render_report_html(
         pairs=pairs,
         unpriced=ctx.cost.unpriced_models if ctx.cost is not None else (),
         history=item_history,
+        text_limit=text_limit,
     )
     return render_html(ctx, explorer, candidate=cand, baseline=base)
 
 
 __all__ = [
     "COMMENT_LIMIT",
+    "REPORT_TEXT_LIMIT",
     "SUMMARY_LIMIT_BYTES",
     "ExplorerPayload",
     "ReportContext",

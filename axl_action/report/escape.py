@@ -18,6 +18,8 @@ import json
 import re
 from typing import Any
 
+from axl_action.formatting import count
+
 #: Joins characters without a visible glyph; GitHub no longer sees ``@name`` or ``#12``.
 ZWJ = "\u200d"
 #: Breaks ``scheme://`` and ``www.`` so GitHub's autolinker does not fire.
@@ -135,6 +137,14 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def cut_text(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text`` and, when cut, a visible mark on its own line:
+    ``… 12,345 more characters``. ``limit`` 0 keeps everything."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… {count(len(text) - limit)} more characters"
 
 
 _JSON_SCRIPT_ESCAPES = {

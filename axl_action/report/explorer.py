@@ -1,12 +1,22 @@
-"""Item-explorer data for the HTML report: thin rows for the list, heavy text for the detail.
+"""Item-explorer data for the HTML report, packed: columns for the table, chunks for the detail.
 
-The list must be interactive at once for 10,000 items, so each row is a small array (index,
-title, outcomes, flags, cost, latency, both sides' scores, regressed scorers, the cost as
-shown). Money is formatted here by :mod:`axl_action.formatting`, never by the page's script. The text an
-item detail needs (input, annotations, both outputs, judge reasoning, errors) sits in a
-second array; above ``COMPRESS_ABOVE`` bytes it is stored raw-deflated and base64-encoded
-and the page inflates it with the browser's built-in ``DecompressionStream`` after the list
-is up. Items are paired by index, as the compare engine pairs them.
+The report carries three data elements (see docs/reports.md, "Packed item data"):
+
+* ``axl-rows``: small plain JSON (scorer names, whether there is a baseline, item count,
+  chunk size, the history strips' shape). The headline, gates and charts are static HTML and
+  need none of the rest.
+* ``axl-cols``: the table's columns (title, outcomes, flags, cost, latency, both sides'
+  scores, regressed scorers, the cost as shown, flaky scorers) as one JSON object of arrays,
+  raw-deflated and base64-encoded. Money is formatted here by :mod:`axl_action.formatting`,
+  never by the page's script.
+* ``axl-details``: the text an item's detail needs (input, annotations, both outputs, judge
+  reasoning, errors), ``CHUNK_ITEMS`` items per independently raw-deflated JSON array, base64,
+  chunks joined by ``.``. The page inflates a chunk with the browser's ``DecompressionStream``
+  only when an item in it is opened or searched.
+
+Each output, input, annotation and reasoning is stored cut to the report's text limit
+(``--report-text-limit``, default ``REPORT_TEXT_LIMIT``), with a visible mark. Items are
+paired by index, as the compare engine pairs them.
 """
 
 from __future__ import annotations
@@ -21,9 +31,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from axl_action.formatting import spend_shown, usd
-from axl_action.report.escape import dumps_finite, json_for_script, script_safe, to_text, truncate
+from axl_action.report.escape import cut_text, dumps_finite, json_for_script, to_text, truncate
 from axl_action.schema import EvalItem, EvalResult, ItemRepeat, item_key
 from axl_action.schema.view import DEFAULT_PASS_SCORE, item_columns, pass_counts
 
@@ -36,16 +47,18 @@ FLAG_SKIPPED = 32
 FLAG_SCORER_ERRORS = 64
 FLAG_FLAKY = 128
 
-#: Detail JSON larger than this is deflated (a 10,000-item run stays well under 10 MB).
-COMPRESS_ABOVE = 1_000_000
+#: Detail JSON larger than this is deflated on worker threads, the rest inline.
+PARALLEL_ABOVE = 1_000_000
 #: zlib level: 6 costs ~3x the time of 1 for ~15% smaller output on eval text.
 COMPRESS_LEVEL = 6
 #: Deflate threads (bounded by the CPU count).
 COMPRESS_WORKERS = 4
-#: Items per detail chunk (the unit of parallel compression).
+#: Items per detail chunk: the unit the page inflates when an item is opened.
 CHUNK_ITEMS = 1000
-#: Longest text kept per field in the detail; the rest is cut with a note.
-MAX_FIELD_CHARS = 20_000
+#: The default longest output/input kept in the report (characters; 0: no limit).
+REPORT_TEXT_LIMIT = 20_000
+#: The packed elements' ``data-encoding``.
+PACKED = "deflate-raw+base64"
 TITLE_CHARS = 100
 REASON_KEYS = ("reasoning", "reason", "explanation", "rationale")
 
@@ -83,18 +96,22 @@ def encode_strips(strips: npt.NDArray[np.float64]) -> str:
 
 @dataclass(frozen=True)
 class ExplorerPayload:
-    """The two ``<script type="application/json">`` bodies of the report."""
+    """The bodies of the report's data elements."""
 
     rows_json: str
-    """Rows, scorer names and flags (Lighthouse-escaped JSON)."""
+    """``axl-rows``: scorer names, baseline or not, item count, chunk size (escaped JSON)."""
+    columns_text: str
+    """``axl-cols``: the table's columns, base64 of raw-deflated JSON."""
     details_text: str
-    """Detail array: escaped JSON, or base64 of raw-deflated JSON."""
-    details_encoding: str
-    """``json`` or ``deflate-raw+base64``."""
+    """``axl-details``: per-chunk base64 of raw-deflated JSON arrays, joined by ``.``."""
     items: int
-    """Number of rows."""
+    """Number of items."""
+    chunk_items: int = CHUNK_ITEMS
+    """Items per detail chunk."""
     history_text: str = ""
     """The explorer's score strips (:func:`encode_strips`), empty without a history."""
+    details_encoding: str = PACKED
+    """``data-encoding`` of the packed elements."""
 
 
 def display_text(value: Any) -> str:
@@ -102,18 +119,21 @@ def display_text(value: Any) -> str:
     return to_text(value, indent=2)
 
 
-def _cap(text: str) -> str:
-    if len(text) <= MAX_FIELD_CHARS:
-        return text
-    return text[:MAX_FIELD_CHARS] + f"\n… ({len(text) - MAX_FIELD_CHARS:,} more characters not shown)"
+def _raw(value: Any, limit: int) -> Any:
+    """A JSON value for the detail payload: strings cut to ``limit``; a structure whose JSON
+    is longer than ``limit`` becomes its pretty-printed text, cut; the rest as-is."""
+    if isinstance(value, str):
+        return cut_text(value, limit)
+    if limit <= 0 or value is None or isinstance(value, bool | int | float):
+        return value
+    try:
+        size = len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:  # orjson.JSONEncodeError is one
+        size = limit + 1
+    return value if size <= limit else cut_text(display_text(value), limit)
 
 
-def _raw(value: Any) -> Any:
-    """A JSON value for the detail payload: long strings capped, the rest as-is."""
-    return _cap(value) if isinstance(value, str) else value
-
-
-def _repeats_detail(repeats: Sequence[ItemRepeat], scorers: list[str]) -> dict[str, Any]:
+def _repeats_detail(repeats: Sequence[ItemRepeat], scorers: list[str], limit: int) -> dict[str, Any]:
     """An item's repeats for its detail: each scorer's passed/tried (the gate's one rule,
     ``schema.view.pass_counts``) and per repeat its outcome, scores, output and error."""
     columns = item_columns([run.to_wire() for run in repeats], scorers)
@@ -122,7 +142,12 @@ def _repeats_detail(repeats: Sequence[ItemRepeat], scorers: list[str]) -> dict[s
         "ps": DEFAULT_PASS_SCORE,
         "pass": [f"{c.passed}/{c.tried}" if c.tried else "—" for c in counts],
         "runs": [
-            [run.outcome, [run.scores.get(s) for s in scorers], _raw(run.output), _cap(run.error or "")]
+            [
+                run.outcome,
+                [run.scores.get(s) for s in scorers],
+                _raw(run.output, limit),
+                cut_text(run.error or "", limit),
+            ]
             for run in repeats
         ],
     }
@@ -206,19 +231,18 @@ def _deflate(text: str) -> str:
 
 
 class _DetailSink:
-    """Collects detail records in chunks; deflates finished chunks on worker threads.
+    """Collects detail records in chunks and deflates each chunk on its own.
 
-    zlib releases the GIL, so once the payload is known to be large, chunk k is compressed
-    while the caller builds chunk k+1. Chunks are JSON arrays; compressed ones are joined by
-    ``.`` (not a base64 character) and the page inflates and concatenates them.
+    zlib releases the GIL, so once the payload is known to be large, chunk k is compressed on
+    a worker thread while the caller builds chunk k+1. Chunks are JSON arrays; the packed ones
+    are joined by ``.`` (not a base64 character) and the page inflates the one it needs.
     """
 
     def __init__(self, chunk_items: int = CHUNK_ITEMS) -> None:
         self.chunk_items = chunk_items
         self.buffer: list[dict[str, Any]] = []
-        self.texts: list[str] = []
         self.size = 0
-        self.futures: list[Future[str]] = []
+        self.futures: list[Future[str] | str] = []
         self.pool: ThreadPoolExecutor | None = None
 
     def add(self, record: dict[str, Any]) -> None:
@@ -227,28 +251,28 @@ class _DetailSink:
             self._flush()
 
     def _flush(self) -> None:
-        if self.buffer:
-            text = dumps_finite(self.buffer)
-            self.buffer = []
-            self.size += len(text)
-            self.texts.append(text)
-        if self.pool is None and self.size > COMPRESS_ABOVE:
+        if not self.buffer:
+            return
+        text = dumps_finite(self.buffer)
+        self.buffer = []
+        self.size += len(text)
+        if self.pool is None and self.size > PARALLEL_ABOVE:
             self.pool = ThreadPoolExecutor(max_workers=max(1, min(COMPRESS_WORKERS, os.cpu_count() or 1)))
-        if self.pool is not None:
-            for k in range(len(self.futures), len(self.texts)):
-                self.futures.append(self.pool.submit(_deflate, self.texts[k]))
-                self.texts[k] = ""
+        self.futures.append(self.pool.submit(_deflate, text) if self.pool is not None else _deflate(text))
 
-    def finish(self) -> tuple[str, str]:
-        """``(text, encoding)`` for the details script element."""
+    def finish(self) -> str:
+        """The details element's text: the packed chunks joined by ``.``."""
         self._flush()
-        if self.pool is None:
-            body = ",".join(t[1:-1] for t in self.texts if len(t) > 2)
-            return script_safe("[" + body + "]"), "json"
         try:
-            return ".".join(f.result() for f in self.futures), "deflate-raw+base64"
+            return ".".join(f if isinstance(f, str) else f.result() for f in self.futures)
         finally:
-            self.pool.shutdown()
+            if self.pool is not None:
+                self.pool.shutdown()
+
+
+def pack_json(data: Any) -> str:
+    """``data`` as base64 of raw-deflated compact JSON (NaN and infinities as null)."""
+    return _deflate(dumps_finite(data))
 
 
 def build_explorer(
@@ -262,13 +286,16 @@ def build_explorer(
     pairs: Sequence[int | None] | None = None,
     unpriced: Collection[str] = (),
     history: ExplorerHistory | None = None,
+    text_limit: int = REPORT_TEXT_LIMIT,
+    chunk_items: int = CHUNK_ITEMS,
 ) -> ExplorerPayload:
-    """Rows and details for every candidate item.
+    """Columns and details for every candidate item.
 
     Candidate item ``i`` pairs with baseline item ``pairs[i]`` (None: not in the baseline),
     or with baseline item ``i`` when ``pairs`` is not given. ``unpriced`` names the models
-    without a price, for an item's "Unknown spend" line. With ``history``, rows carry the
-    flaky flag and a 12th column (flaky scorer indices or 0), details the score strip (``hs``).
+    without a price, for an item's "Unknown spend" line. With ``history``, items carry the
+    flaky flag and the ``fk`` column (flaky scorer indices or 0), details the score strip.
+    ``text_limit`` cuts each output, input, annotation, reasoning and error (0: no limit).
     """
     index_of = {name: k for k, name in enumerate(scorers)}
     regressed_at: dict[int, list[int]] = {}
@@ -276,9 +303,22 @@ def build_explorer(
         if name in index_of:
             regressed_at.setdefault(j, []).append(index_of[name])
     improved_at = {j for j, name in improvements if name in index_of}
-    rows: list[list[Any]] = []
-    sink = _DetailSink()
+    n_scorers = len(scorers)
+    # The table's columns (see templates/report.js, "columns").
+    titles: list[str] = []
+    outcomes: list[str] = []
+    b_outcomes: list[str | None] = []
+    flag_col: list[int] = []
+    costs: list[float | None] = []
+    latencies: list[float | None] = []
+    b_scores: list[list[float | None]] = [[] for _ in scorers]
+    c_scores: list[list[float | None]] = [[] for _ in scorers]
+    regressed_col: list[list[int] | int] = []
+    cost_texts: list[str] = []
+    flaky_col: list[list[int] | int] = []
+    sink = _DetailSink(chunk_items)
     b_items = baseline.items if baseline is not None else []
+    cap = text_limit
     for i, item in enumerate(candidate.items):
         bj = pairs[i] if pairs is not None and i < len(pairs) else (i if pairs is None else None)
         b = b_items[bj] if bj is not None and bj < len(b_items) else None
@@ -315,53 +355,49 @@ def build_explorer(
             cr = reasoning_of(cd.metadata) if cd is not None else ""
             br = reasoning_of(bd.metadata) if bd is not None else ""
             if cr:
-                entry["cr"] = _cap(cr)
+                entry["cr"] = cut_text(cr, cap)
             if br:
-                entry["br"] = _cap(br)
+                entry["br"] = cut_text(br, cap)
             if cd is not None and cd.outcome == "failed" and k < len(errors):
                 entry["ce"] = truncate(errors[k], 2000)
             by_scorer.append(entry or None)
-        rows.append(
-            [
-                i,
-                _title(item.input),
-                item.bucket,
-                b.bucket if b is not None else None,
-                flags,
-                _item_cost(item),
-                item.duration,
-                [b.scores.get(s) for s in scorers] if b is not None else None,
-                [item.scores.get(s) for s in scorers],
-                regressed_ids or 0,
-                _item_cost_text(item),
-            ]
-        )
-        if history is not None:
-            rows[-1].append(flaky_ids or 0)
+        titles.append(_title(item.input))
+        outcomes.append(item.bucket)
+        b_outcomes.append(b.bucket if b is not None else None)
+        flag_col.append(flags)
+        costs.append(_item_cost(item))
+        latencies.append(item.duration)
+        for k in range(n_scorers):
+            name = scorers[k]
+            b_scores[k].append(b.scores.get(name) if b is not None else None)
+            c_scores[k].append(item.scores.get(name))
+        regressed_col.append(regressed_ids or 0)
+        cost_texts.append(_item_cost_text(item))
+        flaky_col.append(flaky_ids or 0)
         # Structured values stay JSON values; the page pretty-prints them on demand, which
-        # is far cheaper than Python's indenting encoder for 10,000 items.
+        # is far cheaper than Python's indenting encoder for 100,000 items.
         detail: dict[str, Any] = {
             "key": item_key(item.input),
-            "in": _raw(item.input),
-            "co": _raw(item.output),
+            "in": _raw(item.input, cap),
+            "co": _raw(item.output, cap),
             "sc": by_scorer,
             "gc": spend_shown(item.cost, item.accounting) if item.cost is not None else "—",
             "jc": usd(item.scorer_cost),
         }
         if item.has("annotations"):
-            detail["an"] = _raw(item.annotations)
+            detail["an"] = _raw(item.annotations, cap)
         if b is not None:
             if same_output:
                 detail["bs"] = 1  # baseline output identical: not stored twice
             else:
-                detail["bo"] = _raw(b.output)
+                detail["bo"] = _raw(b.output, cap)
             detail["bc"] = _item_cost_text(b)
             detail["bl"] = b.duration
         err = _failure_text(item)
         if errors:
             err = (err + "\n" if err else "") + "Scorer errors:\n" + "\n".join(f"- {e}" for e in errors)
         if err:
-            detail["err"] = _cap(err)
+            detail["err"] = cut_text(err, cap)
         acc = item.accounting
         if acc is not None:
             detail["tok"] = [
@@ -376,26 +412,40 @@ def build_explorer(
         if item.diagnostics is not None:
             detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
         if item.repeats:
-            detail["rp"] = _repeats_detail(item.repeats, scorers)
+            detail["rp"] = _repeats_detail(item.repeats, scorers, cap)
         sink.add(detail)
 
-    rows_doc = {
-        "v": 1,
+    columns: dict[str, Any] = {
+        "title": titles,
+        "out": outcomes,
+        "bout": b_outcomes,
+        "flags": flag_col,
+        "cost": costs,
+        "lat": latencies,
+        "b": b_scores,
+        "c": c_scores,
+        "rs": regressed_col,
+        "ct": cost_texts,
+    }
+    meta: dict[str, Any] = {
+        "v": 2,
         "scorers": scorers,
         "hasBaseline": baseline is not None,
         "pageSize": page_size,
-        "rows": rows,
+        "items": len(titles),
+        "chunkItems": chunk_items,
     }
     history_text = ""
     if history is not None:
+        columns["fk"] = flaky_col
         shape = history.strips.shape
-        rows_doc["history"] = {"labels": history.labels, "scorers": int(shape[1]), "points": int(shape[2])}
+        meta["history"] = {"labels": history.labels, "scorers": int(shape[1]), "points": int(shape[2])}
         history_text = encode_strips(history.strips)
-    details_text, encoding = sink.finish()
     return ExplorerPayload(
-        rows_json=json_for_script(rows_doc),
-        details_text=details_text,
-        details_encoding=encoding,
-        items=len(rows),
+        rows_json=json_for_script(meta),
+        columns_text=pack_json(columns),
+        details_text=sink.finish(),
+        items=len(titles),
+        chunk_items=chunk_items,
         history_text=history_text,
     )

@@ -116,8 +116,10 @@ def render_html(
         csp=content_security_policy(js),
         charts=build_charts(ctx, candidate, baseline),
         rows_json=explorer.rows_json,
+        columns_text=explorer.columns_text,
         details_text=explorer.details_text,
         details_encoding=explorer.details_encoding,
+        chunk_items=explorer.chunk_items,
         history_text=explorer.history_text,
         static_items=static_items,
     )

@@ -62,8 +62,13 @@ class Watched:
 
     def open(self, fragment: str = "") -> Any:
         self.page.goto(self.file_url + fragment)
-        self.page.wait_for_selector("#explorer[data-details=loaded]", timeout=15_000)
+        self.page.wait_for_selector("#explorer[data-ready=true]", timeout=30_000)
+        self.settle()
         return self.page
+
+    def settle(self) -> None:
+        """Wait until the page unpacks nothing more (an opened item's chunk, a text search)."""
+        self.page.wait_for_selector("#explorer[data-ready=true]:not([data-busy])", timeout=30_000)
 
 
 @pytest.fixture

@@ -93,7 +93,7 @@ def test_panel_reads_without_javascript(page_for: Any, report: Path, scheme: str
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_tap_hover_and_keys_show_values_with_javascript(page_for: Any, report: Path, scheme: str) -> None:
     page, requests, errors = page_for(js=True, scheme=scheme, touch=True)
-    page.wait_for_selector("#explorer[data-details=loaded]")
+    page.wait_for_selector("#explorer[data-ready=true]:not([data-busy])")
     readout = page.locator("#history-readout")
     assert readout.is_visible() and "tap" in readout.inner_text()
     cand = page.locator("#history svg.h-chart").first.locator("circle.h-cand")
@@ -117,7 +117,7 @@ def test_tap_hover_and_keys_show_values_with_javascript(page_for: Any, report: P
 
 def test_explorer_flaky_filter_and_score_strip(page_for: Any) -> None:
     page, _, errors = page_for(js=True, scheme="light")
-    page.wait_for_selector("#explorer[data-details=loaded][data-history=loaded]")
+    page.wait_for_selector("#explorer[data-ready=true][data-history=loaded]:not([data-busy])")
     chip = page.locator('button.chip[data-chip="flaky"]')
     assert chip.is_visible()
     count = int(chip.locator(".chip-count").inner_text())

@@ -57,7 +57,15 @@ def test_offline_zero_requests_no_errors(open_report: Any, case: Any) -> None:
     page.wait_for_selector("#item-detail:not([hidden])")
     assert w.requests == [w.file_url], w.requests
     assert w.errors == []
-    assert page.evaluate("document.querySelectorAll('tbody tr.row').length") == 100
+    # Virtualized: only the rows in view are in the DOM; scrolling to the end draws the last.
+    in_dom = page.evaluate("document.querySelectorAll('tbody tr.row').length")
+    assert 10 <= in_dom < 120
+    rendered = "Array.from(document.querySelectorAll('tbody tr.row')).map(r => +r.dataset.item)"
+    top = page.evaluate(rendered)
+    page.evaluate("document.querySelector('.vscroll').scrollTop = 1e9")
+    page.wait_for_timeout(100)
+    bottom = page.evaluate(rendered)
+    assert len(bottom) < 120 and set(top).isdisjoint(bottom) and len(set(top) | set(bottom)) <= 120
 
 
 def test_filters_counts_and_search(open_report: Any, case: Any) -> None:
@@ -286,7 +294,7 @@ def test_report_screenshot(browser: Any, tmp_path: Path) -> None:
     )
     page = browser.new_page(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
     page.goto(report.as_uri())
-    page.wait_for_selector("#explorer[data-details=loaded]", timeout=15_000)
+    page.wait_for_selector("#explorer[data-ready=true]:not([data-busy])", timeout=15_000)
     height = page.evaluate("document.getElementById('run').getBoundingClientRect().top")
     out = REPO / "docs" / "report.png" if os.environ.get("UPDATE_GOLDEN") else tmp_path / "report.png"
     # The top of the report: verdict, gates, scores and the Δ chart.
@@ -379,3 +387,52 @@ def test_an_items_repeats_show_in_its_detail(open_report: Any, tmp_path: Path) -
     assert "upstream <b>down</b>" in rows[1][3] and "<img" in rows[2][3]
     assert page.evaluate("document.querySelectorAll('#item-detail img').length") == 0
     assert w.errors == []
+
+
+def test_without_decompression_stream_the_static_report_works(open_report: Any, case: Any) -> None:
+    w = open_report(_html(case))
+    w.page.add_init_script("delete window.DecompressionStream;")
+    w.page.goto(w.file_url)
+    w.page.wait_for_selector("#explorer[data-ready=unsupported]", state="attached")
+    note = w.page.locator("#explorer-unsupported")
+    expect(note).to_be_visible()
+    assert "DecompressionStream" in note.inner_text()
+    # The headline, gates, scores and charts are static and still there; no script errors.
+    expect(w.page.locator("#verdict")).to_be_visible()
+    assert w.page.locator("#gates + .table-scroll tbody tr").count() == len(case.ctx.gates)
+    assert w.page.locator("svg").count() > 0
+    assert w.page.locator("tbody tr.row").count() == 0
+    assert w.errors == [] and w.requests == [w.file_url]
+
+
+def test_hostile_text_through_the_packed_data_and_the_text_limit(open_report: Any) -> None:
+    base, cand = synthetic_pair(
+        2100,
+        scorers=("exact", "judge"),
+        texts={"input": XSS, "reasoning": XSS},
+        failed_every=0,
+        output_chars=60,
+    )
+    # In the third detail chunk (items 2000+): a hostile output, and one over the text limit.
+    cand.items[2050].output = XSS + " tail"
+    cand.items[2051].output = XSS * 40
+    cmp = compare_results(base, cand, CompareOptions(seed=3))
+    ctx = build_report_context(cand, base, cmp)
+    html = render_report_html(ctx, cand, base, cmp, text_limit=1000)
+    assert XSS[:20] not in html.split('id="axl-cols"', 1)[1]  # only packed from there on
+    w = open_report(html)
+    page = w.open("#item=2050")
+    page.wait_for_selector('#item-detail[data-item="2050"]')
+    text = "document.getElementById('item-detail').textContent"
+    assert XSS + " tail" in page.evaluate(text) and XSS in page.evaluate(text).split("Input", 1)[1]
+    page.evaluate("location.hash = '#item=2051'")
+    page.wait_for_selector('#item-detail[data-item="2051"]')
+    more = len(XSS) * 40 - 1000
+    assert f"… {more:,} more characters" in page.inner_text("#item-detail")
+    # Full-text search runs through every packed chunk and finds the hostile text as text.
+    page.fill("input.search", "window.__pwned=1")
+    page.wait_for_selector("#explorer[data-search=done]")
+    assert _visible_count(page) == 2100
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("img").count() == 0 and page.locator("#explorer script").count() == 0
+    assert w.dialogs == [] and w.errors == [] and w.requests == [w.file_url]

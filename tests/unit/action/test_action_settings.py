@@ -110,6 +110,8 @@ def test_shard_and_percent_cost() -> None:
         ("baseline-artifact", "a/b", "without"),
         ("report-artifact", "x" * 201, "at most 200"),
         ("baseline-branch", "my branch", "branch name"),
+        ("report-text-limit", "-1", "0 for no limit"),
+        ("report-text-limit", "20k", "0 for no limit"),
     ],
 )
 def test_bad_values_name_the_input_and_what_is_allowed(name: str, value: str, fragment: str) -> None:
@@ -175,3 +177,9 @@ def test_repeats_input_reaches_the_run_command_and_bad_values_name_the_range() -
     for bad in ("0", "1001", "2.5", "three"):
         with pytest.raises(ActionInputError, match=r"repeats.*whole number from 1 to 1000"):
             read_settings(_env(evals="evals/", repeats=bad))
+
+
+def test_report_text_limit() -> None:
+    assert read_settings(_env(evals="e/")).report_text_limit == 20_000
+    assert read_settings(_env(evals="e/", report_text_limit="500")).report_text_limit == 500
+    assert read_settings(_env(evals="e/", report_text_limit="0")).report_text_limit == 0

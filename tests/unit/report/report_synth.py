@@ -12,14 +12,16 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from axl_action.schema import (
     EvalResult,
     compute_coverage,
     compute_stats,
     parse_result_data,
     round3,
-    run_view,
 )
+from axl_action.schema.io import parse_run_views
 
 WORDS = [
     "the",
@@ -129,6 +131,28 @@ def build_result(
     timestamp: str = "2026-11-30T12:00:00.000Z",
 ) -> EvalResult:
     """A self-consistent result around the given item dicts (wire shape)."""
+    data = build_result_data(
+        run_id=run_id,
+        items=items,
+        scorers=scorers,
+        scorer_types=scorer_types,
+        dataset=dataset,
+        timestamp=timestamp,
+    )
+    return parse_result_data(data).results[0]
+
+
+def build_result_data(
+    *,
+    run_id: str,
+    items: list[dict[str, Any]],
+    scorers: Sequence[str],
+    scorer_types: dict[str, str],
+    dataset: str = "synthetic-qa",
+    timestamp: str = "2026-11-30T12:00:00.000Z",
+) -> dict[str, Any]:
+    """:func:`build_result` in wire shape; ``summary.coverage`` from the run view of the bytes
+    (no model per item, so 100,000-item files are quick to write)."""
     gen = sum(it["accounting"]["breakdown"]["generation"] for it in items)
     judge = sum(it["accounting"]["breakdown"]["judging"] for it in items)
     unknown = sum(it["accounting"]["operations"]["unknown"] for it in items)
@@ -175,10 +199,9 @@ def build_result(
             },
         },
     }
-    result = parse_result_data(data).results[0]
-    coverage = compute_coverage(run_view(result).items, list(scorers))
-    data["summary"]["coverage"] = coverage.to_wire()
-    return parse_result_data(data).results[0]
+    view = parse_run_views(orjson.dumps(data)).runs[0]
+    data["summary"]["coverage"] = compute_coverage(view.items, list(scorers)).to_wire()
+    return data
 
 
 def synthetic_pair(
@@ -195,6 +218,35 @@ def synthetic_pair(
     texts: dict[str, str] | None = None,
 ) -> tuple[EvalResult, EvalResult]:
     """(baseline, candidate) with ``n`` items; ``texts`` overrides fields (XSS tests)."""
+    b_data, c_data = synthetic_pair_data(
+        n,
+        scorers=scorers,
+        output_chars=output_chars,
+        regress_fraction=regress_fraction,
+        improve_fraction=improve_fraction,
+        change_fraction=change_fraction,
+        failed_every=failed_every,
+        budget_every=budget_every,
+        seed=seed,
+        texts=texts,
+    )
+    return parse_result_data(b_data).results[0], parse_result_data(c_data).results[0]
+
+
+def synthetic_pair_data(
+    n: int,
+    *,
+    scorers: Sequence[str] = ("exact", "judge", "tone", "length"),
+    output_chars: int = 300,
+    regress_fraction: float = 0.15,
+    improve_fraction: float = 0.05,
+    change_fraction: float = 0.3,
+    failed_every: int = 97,
+    budget_every: int = 0,
+    seed: int = 7,
+    texts: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`synthetic_pair` in wire shape (``json.dumps`` them to write results files)."""
     rng = random.Random(seed)
     types = {name: ("llm" if name in ("judge", "tone") else "deterministic") for name in scorers}
     b_items: list[dict[str, Any]] = []
@@ -281,14 +333,14 @@ def synthetic_pair(
                     scorerCost=0.0008,
                 )
             items.append(item)
-    baseline = build_result(
+    baseline = build_result_data(
         run_id="b0000000-0000-4000-8000-000000000001",
         items=b_items,
         scorers=scorers,
         scorer_types=types,
         timestamp="2026-11-28T09:00:00.000Z",
     )
-    candidate = build_result(
+    candidate = build_result_data(
         run_id="c0000000-0000-4000-8000-000000000002", items=c_items, scorers=scorers, scorer_types=types
     )
     return baseline, candidate

@@ -106,3 +106,28 @@ def test_quickstart_baseline_renders(tmp_path: Path) -> None:
     assert "Top regressions" not in comment
     assert "| Compatibility |" in comment
     assert html.stat().st_size > 20_000
+
+
+def test_report_text_limit_cuts_the_report_not_the_results(tmp_path: Path) -> None:
+    from report_unpack import explorer_data
+
+    from axl_action.schema import load_result_file
+
+    base, cand = synthetic_pair(3, failed_every=0, output_chars=40)
+    long_text = "x" * 12_395
+    cand.items[1].output = long_text
+    cand_path = write_result_file(tmp_path / "candidate.json", cand)
+    base_path = write_result_file(tmp_path / "baseline.json", base)
+    html = tmp_path / "report.html"
+    argv = [str(cand_path), "--baseline", str(base_path), "--html", str(html)]
+    assert cli.run([*argv, "--report-text-limit", "50"], out=io.StringIO()) == 0
+    _, _, details = explorer_data(html.read_text(encoding="utf-8"))
+    assert details[1]["co"] == "x" * 50 + "\n… 12,345 more characters"
+    assert details[0]["co"] == cand.items[0].output  # shorter than the limit: whole
+    assert load_result_file(cand_path).results[0].items[1].output == long_text
+    assert cli.run([*argv, "--report-text-limit", "0"], out=io.StringIO()) == 0
+    assert explorer_data(html.read_text(encoding="utf-8"))[2][1]["co"] == long_text
+    assert cli.run(argv, out=io.StringIO()) == 0  # default 20,000: whole here
+    assert explorer_data(html.read_text(encoding="utf-8"))[2][1]["co"] == long_text
+    with pytest.raises(UsageError, match="--report-text-limit must be a whole number"):
+        cli.parse_args([str(cand_path), "--report-text-limit", "-3"])

@@ -8,11 +8,11 @@ $0.0005 per run ($0.001281 -> $0.001753): it once said "37% cheaper" and "$0.001
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from report_synth import _accounting, build_result
+from report_unpack import unpack_payload
 from test_render_markdown import check_golden
 
 from axl_action.compare.engine import CompareOptions, compare_results
@@ -138,9 +138,8 @@ def test_unpriced_run_shows_unpriced_and_names_the_model() -> None:
     assert "- **Unpriced:** no price for `openai:smollm2-135m`" in text and "`--pricing`" in text
     # The item explorer's Cost column (row field 10) and the item detail.
     payload = build_explorer(candidate, baseline, ["exact"], unpriced=ctx.cost.unpriced_models)
-    rows = json.loads(payload.rows_json)["rows"]
+    _, rows, details = unpack_payload(payload)
     assert {row[10] for row in rows} == {"unpriced"}
-    details = json.loads(payload.details_text)
     assert details[0]["bc"] == "unpriced" and details[0]["gc"] == "unpriced"
     assert details[0]["unp"] == "1 unpriced_model (no price for openai:smollm2-135m)"
     html = render_report_html(ctx, candidate, baseline, comparison)
@@ -155,9 +154,10 @@ def test_unpriced_run_shows_unpriced_and_names_the_model() -> None:
 def test_priced_explorer_cost_column() -> None:
     baseline, candidate = _pair(0.0000427, 0.000058)
     payload = build_explorer(candidate, baseline, ["exact"])
-    row = json.loads(payload.rows_json)["rows"][0]
+    _, rows, details = unpack_payload(payload)
+    row = rows[0]
     assert row[5] == 0.000058 and row[10] == "$0.000058"
-    assert json.loads(payload.details_text)[0]["bc"] == "$0.000043"  # 4.3e-05 after 6-decimal rounding
+    assert details[0]["bc"] == "$0.000043"  # 4.3e-05 after 6-decimal rounding
 
 
 def test_a_scorer_that_scored_nothing() -> None:

@@ -10,10 +10,11 @@ from html.parser import HTMLParser
 
 from report_cases import XSS, Case
 from report_synth import synthetic_pair
+from report_unpack import BASE64, BASE64_CHUNKS, explorer_data, unpack_payload
 
 from axl_action.report import build_explorer, build_report_context, render_report_html
 from axl_action.report.escape import json_for_script
-from axl_action.report.explorer import COMPRESS_ABOVE, FLAG_BUDGET, FLAG_CHANGED, FLAG_FAILED, FLAG_REGRESSED
+from axl_action.report.explorer import CHUNK_ITEMS, FLAG_BUDGET, FLAG_CHANGED, FLAG_FAILED, FLAG_REGRESSED
 from axl_action.report.html import script_hash
 
 
@@ -87,14 +88,20 @@ def test_json_payload_cannot_break_out(xss_case: Case) -> None:
     html = render_report_html(xss_case.ctx, xss_case.candidate, xss_case.baseline, xss_case.comparison)
     doc = _parse(html)
     data_scripts = [(a, body) for a, body in doc.scripts if a.get("type") == "application/json"]
-    assert len(data_scripts) == 2
+    assert len(data_scripts) == 1
     for _, body in data_scripts:
         assert "<" not in body and "\u2028" not in body
         json.loads(body)
-    # Every payload string is still there once parsed, byte for byte.
-    details = json.loads(data_scripts[1][1])
+    # The packed elements hold base64 (and "." between chunks) and nothing else.
+    packed = {a.get("id"): body for a, body in doc.scripts if a.get("type") == "application/octet-stream"}
+    assert set(packed) == {"axl-cols", "axl-details"}
+    assert BASE64.fullmatch(packed["axl-cols"]) and BASE64_CHUNKS.fullmatch(packed["axl-details"])
+    # Every payload string is still there once unpacked, byte for byte.
+    meta, rows, details = explorer_data(html)
     assert details[0]["in"]["question"] == XSS
     assert details[0]["co"].startswith(XSS)
+    assert XSS[:60] in meta["scorers"]
+    assert XSS[:20] in rows[0][1]
     # Nothing from the payload became a tag or an attribute in the static HTML.
     tag_names = {t for t, _ in doc.tags}
     assert "img" not in tag_names and "svg" in tag_names
@@ -114,38 +121,58 @@ def test_explorer_rows_and_flags() -> None:
     payload = build_explorer(
         cand, base, ["exact", "judge"], regressions=[(4, "judge"), (4, "exact"), (7, "exact")]
     )
-    rows = json.loads(payload.rows_json)["rows"]
+    _, rows, _ = unpack_payload(payload)
     assert len(rows) == 60
     assert rows[4][9] == [0, 1] and rows[4][4] & FLAG_REGRESSED
     assert rows[9][4] & FLAG_FAILED and rows[24][4] & FLAG_BUDGET
     changed = [r for r in rows if r[4] & FLAG_CHANGED]
     assert changed and all(isinstance(r[1], str) and len(r[1]) <= 140 for r in rows)
-    assert payload.details_encoding == "json"
-
-
-def test_large_details_are_deflated_and_round_trip() -> None:
-    base, cand = synthetic_pair(400, output_chars=2000, seed=5)
-    payload = build_explorer(cand, base, ["exact", "judge", "tone", "length"])
     assert payload.details_encoding == "deflate-raw+base64"
+
+
+def test_details_are_packed_in_chunks_and_round_trip() -> None:
+    base, cand = synthetic_pair(2 * CHUNK_ITEMS + 17, output_chars=400, seed=5)
+    payload = build_explorer(cand, base, ["exact", "judge", "tone", "length"])
     chunks = payload.details_text.split(".")
+    assert len(chunks) == 3 and payload.chunk_items == CHUNK_ITEMS
     raws = [zlib.decompress(base64.b64decode(c), -15).decode("utf-8") for c in chunks]
-    assert sum(map(len, raws)) > COMPRESS_ABOVE
-    details = [d for raw in raws for d in json.loads(raw)]
-    assert len(details) == 400
-    assert details[0]["co"] == cand.items[0].output
+    assert [len(json.loads(r)) for r in raws] == [CHUNK_ITEMS, CHUNK_ITEMS, 17]
+    _, rows, details = unpack_payload(payload)
+    assert len(details) == len(rows) == 2 * CHUNK_ITEMS + 17
+    assert details[CHUNK_ITEMS + 3]["co"] == cand.items[CHUNK_ITEMS + 3].output
+    assert f"Q{len(rows) - 1}:" in rows[-1][1]
 
 
 def test_no_baseline_report(small_case: Case) -> None:
     ctx = build_report_context(small_case.candidate)
     html = render_report_html(ctx, small_case.candidate)
     assert "no baseline yet" in html.lower()
-    rows = json.loads(_parse(html).scripts[0][1])
-    assert rows["hasBaseline"] is False
+    meta, rows, _ = explorer_data(html)
+    assert meta["hasBaseline"] is False and all(r[3] is None and r[7] is None for r in rows)
 
 
 def test_explorer_pairs_by_key_and_marks_new_items() -> None:
     base, cand = synthetic_pair(6, failed_every=0, seed=9)
     payload = build_explorer(cand, base, ["exact"], pairs=[5, 4, 3, 2, 1, None])
-    rows = json.loads(payload.rows_json)["rows"]
+    _, rows, _ = unpack_payload(payload)
     assert rows[0][7] == [base.items[5].scores["exact"]]
     assert rows[5][7] is None and rows[5][3] is None
+
+
+def test_text_limit_cuts_every_stored_text_with_a_visible_mark() -> None:
+    base, cand = synthetic_pair(4, failed_every=0, seed=2)
+    cand.items[0].output = "y" * 1_234
+    cand.items[0].input = {"id": "q0", "question": "z" * 5_000}
+    detail = (cand.items[0].score_details or {})["judge"]
+    assert detail.metadata is not None
+    detail.metadata["reasoning"] = "r" * 300
+    payload = build_explorer(cand, base, ["exact", "judge"], text_limit=200)
+    _, _, details = unpack_payload(payload)
+    assert details[0]["co"] == "y" * 200 + "\n… 1,034 more characters"
+    # A structured input longer than the limit is stored as its text, cut.
+    assert isinstance(details[0]["in"], str) and details[0]["in"].endswith(" more characters")
+    assert len(details[0]["in"].split("\n… ")[0]) == 200
+    assert details[0]["sc"][1]["cr"] == "r" * 200 + "\n… 100 more characters"
+    assert details[1]["in"] == cand.items[1].input  # short: unchanged
+    whole = unpack_payload(build_explorer(cand, base, ["exact", "judge"], text_limit=0))[2]
+    assert whole[0]["co"] == "y" * 1_234 and whole[0]["in"] == cand.items[0].input

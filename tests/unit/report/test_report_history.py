@@ -4,7 +4,6 @@ comment trims), flaky regressions marked and listed last, and the HTML History p
 from __future__ import annotations
 
 import base64
-import json
 import re
 import zlib
 from html.parser import HTMLParser
@@ -15,6 +14,7 @@ import pytest
 from history_cases import REPO, case_history, commit_of, with_history
 from markdown_it import MarkdownIt
 from report_cases import RUN_INFO, XSS, Case, make_case
+from report_unpack import explorer_data
 
 from axl_action.history.analysis import analyse, change_key
 from axl_action.history.panel import sparkline
@@ -145,14 +145,12 @@ def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
     [script] = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
     assert "history-readout" in script
     assert f"script-src {script_hash(script)};" in html.replace("&#39;", "'")
-    rows_doc = json.loads(
-        html.split('<script type="application/json" id="axl-rows">', 1)[1].split("</script>", 1)[0]
-    )
+    rows_doc, rows, _ = explorer_data(html)
     assert rows_doc["history"]["labels"] == [commit_of(k)[:7] for k in range(8)]
-    flagged = {r[0] for r in rows_doc["rows"] if r[4] & FLAG_FLAKY}
+    flagged = {r[0] for r in rows if r[4] & FLAG_FLAKY}
     keys = [f"id:{it.input['id']}" for it in case.candidate.items]  # type: ignore[index]
     assert flagged == {i for i, k in enumerate(keys) if k in flaky}
-    assert all(len(r) == 12 for r in rows_doc["rows"])  # the 12th column: flaky scorer ids
+    assert any(r[11] for r in rows) and all(r[11] == 0 or r[0] in flagged for r in rows)  # flaky ids
     blob = html.split('id="axl-history" data-encoding="deflate-raw+base64 int32">', 1)[1].split(
         "</script>", 1
     )[0]
@@ -177,10 +175,10 @@ def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
 def test_reports_without_history_are_unchanged(case: Case) -> None:
     html = render_report_html(case.ctx, case.candidate, case.baseline, case.comparison)
     assert 'id="history"' not in html and "history-readout" not in html
-    rows_doc = json.loads(
-        html.split('<script type="application/json" id="axl-rows">', 1)[1].split("</script>", 1)[0]
+    rows_doc, rows, _ = explorer_data(html)
+    assert (
+        "history" not in rows_doc and all(r[11] == 0 for r in rows) and len(rows) == len(case.candidate.items)
     )
-    assert "history" not in rows_doc and all(len(r) == 11 for r in rows_doc["rows"])
     assert "History" not in render_comment(case.ctx)
 
 

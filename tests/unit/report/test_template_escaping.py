@@ -46,4 +46,13 @@ def test_markdown_templates_escape_every_value() -> None:
 def test_html_template_marks_only_our_own_text_safe() -> None:
     text = (TEMPLATES / "report.html.j2").read_text(encoding="utf-8")
     safe = sorted(set(re.findall(r"{{\s*([^}|]+?)\s*\|\s*safe\s*}}", text)))
-    assert safe == ["charts.cost", "charts.forest", "css", "details_text", "js", "rows_json", "svg"]
+    assert safe == [
+        "charts.cost",
+        "charts.forest",
+        "columns_text",
+        "css",
+        "details_text",
+        "js",
+        "rows_json",
+        "svg",
+    ]
