@@ -112,22 +112,16 @@ class SourceRecorder:
         if not hook_installed:
             problems.append("the open audit hook was not installed")
         local = set(self.module_files())
-        eval_rel = _relative(eval_file, self.root) if eval_file is not None else None
-        if eval_file is not None and eval_rel is None:
-            problems.append(f"eval file outside the sources root: {eval_file}")
+        eval_rel = self._inside(eval_file, "eval file", problems) if eval_file is not None else None
         for file in loaded_modules:  # the eval file and the siblings the loader imported
-            rel = _relative(file, self.root)
-            if rel is None:
-                problems.append(f"eval module outside the sources root: {file}")
-            else:
+            rel = self._inside(file, "eval module", problems)
+            if rel is not None:
                 local.add(rel)
         modules = self._digests(sorted(local), problems)
         data_paths = set(self.opened) - set(modules)
         if dataset_file is not None:
-            rel = _relative(dataset_file, self.root)
-            if rel is None:
-                problems.append(f"dataset file outside the sources root: {dataset_file}")
-            else:
+            rel = self._inside(dataset_file, "dataset file", problems)
+            if rel is not None:
                 data_paths.add(rel)
         data = self._digests(sorted(data_paths), problems)
         env = {name: sha256_text(environ[name]) if name in environ else None for name in env_names}
@@ -147,6 +141,13 @@ class SourceRecorder:
             unknown=bool(problems),
             reason="; ".join(problems) if problems else None,
         )
+
+    def _inside(self, path: Path, what: str, problems: list[str]) -> str | None:
+        """``path`` relative to the root; outside it, a problem that makes the record unknown."""
+        rel = _relative(path, self.root)
+        if rel is None:
+            problems.append(f"{what} outside the sources root: {path}")
+        return rel
 
     def _digests(self, paths: Iterable[str], problems: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}
