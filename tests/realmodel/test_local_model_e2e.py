@@ -17,6 +17,7 @@ import pytest
 
 from tests.realmodel.conftest import PRICING, Run, axl
 from tests.realmodel.server import ALIAS, Exchange
+from tests.unit.report.report_unpack import explorer_data
 
 pytestmark = pytest.mark.slow
 
@@ -159,9 +160,10 @@ def test_priced_runs_are_certified_and_reported(run_example: RunExample, tmp_pat
     page, comment = html.read_text(), markdown.read_text()
     assert "judge_agrees" in page and "judge\\_agrees" in comment
     assert "Certified cost change" in comment
-    # R-08's review carries markup; it reaches the page as escaped data, never as a live tag.
+    # R-08's review carries markup; it reaches the page as packed item data, never as a live tag.
     assert "<script>alert(1)</script>" not in page
-    assert "\\u003cscript\\u003ealert(1)" in page
+    _meta, _rows, details = explorer_data(page)
+    assert "<script>alert(1)" in json.dumps(details, ensure_ascii=False)
 
 
 def test_the_key_reaches_the_server_and_nothing_else(run_example: RunExample, api_key: str) -> None:
