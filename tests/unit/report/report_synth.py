@@ -204,32 +204,10 @@ def build_result_data(
     return data
 
 
-def synthetic_pair(
-    n: int,
-    *,
-    scorers: Sequence[str] = ("exact", "judge", "tone", "length"),
-    output_chars: int = 300,
-    regress_fraction: float = 0.15,
-    improve_fraction: float = 0.05,
-    change_fraction: float = 0.3,
-    failed_every: int = 97,
-    budget_every: int = 0,
-    seed: int = 7,
-    texts: dict[str, str] | None = None,
-) -> tuple[EvalResult, EvalResult]:
-    """(baseline, candidate) with ``n`` items; ``texts`` overrides fields (XSS tests)."""
-    b_data, c_data = synthetic_pair_data(
-        n,
-        scorers=scorers,
-        output_chars=output_chars,
-        regress_fraction=regress_fraction,
-        improve_fraction=improve_fraction,
-        change_fraction=change_fraction,
-        failed_every=failed_every,
-        budget_every=budget_every,
-        seed=seed,
-        texts=texts,
-    )
+def synthetic_pair(n: int, **options: Any) -> tuple[EvalResult, EvalResult]:
+    """(baseline, candidate) with ``n`` items, as models; ``options`` are
+    :func:`synthetic_pair_data`'s (``texts`` overrides fields, for the XSS tests)."""
+    b_data, c_data = synthetic_pair_data(n, **options)
     return parse_result_data(b_data).results[0], parse_result_data(c_data).results[0]
 
 
