@@ -787,6 +787,32 @@
     if (d.refs && d.refs.length) { addFact("Operation refs", d.refs.join(", ")); }
     sc.appendChild(dl);
     detail.appendChild(sc);
+
+    if (d.calls && d.calls.length) {
+      // Every model call of the item in the order it was made: an agent loop's turns, judges.
+      var sm = section("Model calls (" + d.calls.length + ")");
+      var ct = el("table", "mini calls");
+      var ch = el("tr");
+      var repeated = d.calls.some(function (c) { return c[8] !== null && c[8] !== undefined; });
+      ["#"].concat(repeated ? ["Repeat"] : [], ["Model", "Purpose", "Tokens in / out", "Cost", "Latency", "Tools", "Outcome"])
+        .forEach(function (h) { ch.appendChild(el("th", "", h)); });
+      ct.appendChild(ch);
+      d.calls.forEach(function (c, n) {
+        var tr = el("tr");
+        tr.appendChild(el("td", "num", n + 1));
+        if (repeated) { tr.appendChild(el("td", "num", c[8] === null || c[8] === undefined ? "—" : c[8] + 1)); }
+        tr.appendChild(el("td", "mono", c[0]));
+        tr.appendChild(el("td", "", c[1]));
+        tr.appendChild(el("td", "num", (c[2] === null ? "—" : c[2]) + " / " + (c[3] === null ? "—" : c[3])));
+        tr.appendChild(el("td", "num", c[4]));
+        tr.appendChild(el("td", "num", c[5] === null ? "—" : ms(c[5])));
+        tr.appendChild(el("td", "mono", c[6] || "—"));
+        tr.appendChild(el("td", "", c[7]));
+        ct.appendChild(tr);
+      });
+      sm.appendChild(ct);
+      detail.appendChild(sm);
+    }
   }
 
   function openItem(i, focusDetail) {

@@ -30,6 +30,15 @@ def attach_accounting(item: dict[str, Any], accounting: dict[str, Any]) -> None:
         item.pop("unpriced", None)
 
 
+def attach_scope(item: dict[str, Any], scope: TrackResult[Any]) -> None:
+    """Set what an item's scope measured: its accounting (:func:`attach_accounting`) and,
+    when it made any, its model calls in order (``calls``), for a run's items and a rescore's."""
+    attach_accounting(item, scope.accounting)
+    calls = scope.calls
+    if calls is not None:
+        item["calls"] = calls
+
+
 def uninstrumented_accounting() -> dict[str, Any]:
     """The fixed record of a runtime without a measurement rail (spec §5.1)."""
     record = empty_accounting_wire()

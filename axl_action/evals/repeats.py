@@ -138,6 +138,11 @@ def combine_repeats(
     )
     accounting.pop("scope", None)
     attach_accounting(item, accounting)
+    calls = [{**call, "repeat": r} for r, run in enumerate(runs) for call in run.get("calls") or ()]
+    if calls:
+        item["calls"] = calls
+    else:
+        item.pop("calls", None)
     item["repeats"] = [repeat_record(run) for run in runs]
     return item
 

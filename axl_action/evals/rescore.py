@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from axl_action.evals.capture_refs import RefCollector
-from axl_action.evals.common import attach_accounting, empty_accounting_wire, iso_now, tracker_for
+from axl_action.evals.common import attach_scope, empty_accounting_wire, iso_now, tracker_for
 from axl_action.evals.continuation import Continuation
 from axl_action.evals.pool import run_pool
 from axl_action.evals.repeats import combine_repeats, in_repeat
@@ -381,7 +381,7 @@ def _rescore_item(
         # score_item handles every scorer failure itself: this is a bug, not an item outcome.
         assert scope.error is not None
         raise scope.error
-    attach_accounting(item, scope.accounting)
+    attach_scope(item, scope)
     return item
 
 

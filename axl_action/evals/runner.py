@@ -24,7 +24,7 @@ from typing import Any
 from axl_action.errors import AxlError, ItemErrorRateError
 from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import (
-    attach_accounting,
+    attach_scope,
     capture_manifest,
     empty_accounting_wire,
     iso_now,
@@ -711,7 +711,7 @@ def _process_item(
         item.pop("scoreDetails", None)
         item["error"] = error_message(error)
         item = _ordered_item(item)  # the body stopped anywhere: put the keys back in order
-    attach_accounting(item, scope.accounting)
+    attach_scope(item, scope)
     return item
 
 
@@ -791,6 +791,7 @@ _ITEM_ORDER = (
     "cost",
     "scorerCost",
     "unpriced",
+    "calls",
     "diagnostics",
     "repeats",
 )

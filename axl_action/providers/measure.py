@@ -631,6 +631,7 @@ class Exchange:
         end = time.perf_counter()
         logical.wire_ms += (end - self._t0) * 1000.0
         usage, parsed, problem = self._read_usage(body, complete=complete, broken=broken)
+        op.tools = tool_names(call.api, parsed, reply.events)
         model = reply.model or call.model
         model_uri = f"{call.provider}:{model}"
         if op.model != model_uri:
@@ -764,6 +765,71 @@ def _finish_reason(api: str, parsed: Any, events: list[Any]) -> str | None:
                 if isinstance(choice, dict) and choice.get(key):
                     found = choice[key]
     return found if isinstance(found, str) else None
+
+
+def tool_names(api: str, parsed: Any, events: list[Any]) -> tuple[str, ...]:
+    """The tools a reply asks the app to call, in order (each call of an agent loop lists its
+    own): read from the whole reply, or from a stream's events, in each API's own shape."""
+    found: list[str] = []
+    for data in [parsed] if parsed is not None else events:
+        if isinstance(data, dict):
+            found.extend(_TOOL_READERS.get(api, _gemini_tools)(data))
+    return tuple(name for name in found if isinstance(name, str) and name)
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _chat_tools(data: dict[str, Any]) -> list[Any]:
+    names: list[Any] = []
+    for choice in _dicts(data.get("choices")):
+        # A whole reply's message, or a stream chunk's delta (a call's name is in its first chunk).
+        message = choice.get("message") or choice.get("delta")
+        if isinstance(message, dict):
+            for tool_call in _dicts(message.get("tool_calls")):
+                function = tool_call.get("function")
+                if isinstance(function, dict) and "name" in function:
+                    names.append(function["name"])
+    return names
+
+
+def _responses_tools(data: dict[str, Any]) -> list[Any]:
+    if data.get("type") == "response.output_item.added":  # a stream announces each output item
+        items = _dicts([data.get("item")])
+    elif data.get("object") == "response":
+        items = _dicts(data.get("output"))
+    else:
+        return []
+    return [item.get("name") for item in items if item.get("type") == "function_call"]
+
+
+def _anthropic_tools(data: dict[str, Any]) -> list[Any]:
+    if data.get("type") == "content_block_start":
+        blocks = _dicts([data.get("content_block")])
+    else:
+        blocks = _dicts(data.get("content"))
+    return [block.get("name") for block in blocks if block.get("type") == "tool_use"]
+
+
+def _gemini_tools(data: dict[str, Any]) -> list[Any]:
+    names: list[Any] = []
+    for candidate in _dicts(data.get("candidates")):
+        content = candidate.get("content")
+        for part in _dicts(content.get("parts") if isinstance(content, dict) else None):
+            function = part.get("functionCall")
+            if isinstance(function, dict):
+                names.append(function.get("name"))
+    return names
+
+
+_TOOL_READERS: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
+    "openai.chat": _chat_tools,
+    "openai.responses": _responses_tools,
+    "anthropic.messages": _anthropic_tools,
+    "openai.embeddings": lambda _data: [],
+}
+"""Per API, the tool names one reply or stream event names (any other API: Gemini's)."""
 
 
 def settle_usage(

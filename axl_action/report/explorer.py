@@ -35,7 +35,7 @@ import orjson
 
 from axl_action.formatting import spend_shown, usd
 from axl_action.report.escape import cut_text, dumps_finite, json_for_script, to_text, truncate
-from axl_action.schema import EvalItem, EvalResult, ItemRepeat, item_key
+from axl_action.schema import EvalItem, EvalResult, ItemCall, ItemRepeat, item_key
 from axl_action.schema.view import DEFAULT_PASS_SCORE, item_columns, pass_counts
 
 FLAG_REGRESSED = 1
@@ -151,6 +151,28 @@ def _repeats_detail(repeats: Sequence[ItemRepeat], scorers: list[str], limit: in
             for run in repeats
         ],
     }
+
+
+def _call_row(call: ItemCall) -> list[Any]:
+    """One row of the item detail's "Model calls" table (templates/report.js, ``calls``):
+    model, purpose, input and output tokens, cost as read, wire ms, tools, outcome, repeat."""
+    if call.outcome == "replayed":
+        cost = f"$0 (replayed, {usd(call.certified_cost)} certified)"
+    elif call.outcome == "unknown":
+        cost = f"unknown ({call.reason or 'no cost'})"
+    else:
+        cost = usd(call.cost)
+    return [
+        call.model,
+        call.purpose,
+        call.input_tokens,
+        call.output_tokens,
+        cost,
+        call.wire_ms,
+        ", ".join(call.tools or ()),
+        call.outcome,
+        call.repeat,
+    ]
 
 
 def _title(value: Any) -> str:
@@ -413,6 +435,8 @@ def build_explorer(
             detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
         if item.repeats:
             detail["rp"] = _repeats_detail(item.repeats, scorers, cap)
+        if item.calls:
+            detail["calls"] = [_call_row(call) for call in item.calls]
         sink.add(detail)
 
     columns: dict[str, Any] = {

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, Typ
 
 from axl_action.errors import AxlError
 from axl_action.runtime.admission import AdmissionController
+from axl_action.schema.numbers import round3
 
 if TYPE_CHECKING:
     from axl_action.providers.types import CallTiming
@@ -56,6 +57,8 @@ _SNAKE_TO_CAMEL = {
     "audio_seconds": "audioSeconds",
 }
 _MODEL_KINDS = frozenset({"chat", "stream"})
+_CALL_KINDS = frozenset({"chat", "stream", "embedding", "transcription"})
+"""Kinds of operation a scope lists in :attr:`Scope.calls` (the model calls, not tools)."""
 
 # One lock for every ledger: settlements are tiny, and a single lock makes the order in which
 # costs are summed (and so the exact doubles) identical in every enclosing scope.
@@ -115,6 +118,7 @@ class _Ledger:
     __slots__ = (
         "breakdown",
         "by_kind",
+        "calls",
         "denied",
         "known_cost",
         "model_calls",
@@ -147,6 +151,8 @@ class _Ledger:
         self.tokens: dict[str, float] = {"input": 0, "output": 0, "reasoning": 0}
         self.timing: dict[str, dict[str, float]] = {}
         self.samples: dict[str, list[CallTiming]] | None = {} if keep_samples else None
+        self.calls: list[tuple[int, dict[str, Any]]] = []
+        """Every model call that closed in the scope, as ``(opening order, call record)``."""
         self.replayed: dict[str, Any] | None = None
         """Calls served by the response cache: ``{"calls", "cost", "unpriced"}`` (``None``
         while there is none, so a run without the cache writes the 0.24 record unchanged)."""
@@ -401,6 +407,16 @@ class Scope(Generic[T]):
             return ledger.metadata()
 
     @property
+    def calls(self) -> list[dict[str, Any]] | None:
+        """The model calls made in the scope, in the order they were opened (``EvalItem.calls``:
+        model, kind, purpose, outcome, cost, tokens, latency, tool names); ``None`` if none."""
+        ledger = self.ledger
+        if ledger is None or not ledger.calls:
+            return None
+        with _LOCK:
+            return [call for _, call in sorted(ledger.calls, key=_first)]
+
+    @property
     def measured(self) -> bool:
         """True when the scope saw at least one operation or one denied operation."""
         ledger = self.ledger
@@ -415,6 +431,10 @@ TrackResult = Scope
 
 _NO_CORRELATION: Mapping[str, Any] = {}
 _current: ContextVar[Scope[Any] | None] = ContextVar("axl_accounting_scope", default=None)
+
+
+def _first(pair: tuple[int, dict[str, Any]]) -> int:
+    return pair[0]
 
 
 def current_scope() -> Scope[Any] | None:
@@ -434,20 +454,25 @@ class Operation:
     """One measured operation (a provider call, a tool call, a declared external operation)."""
 
     __slots__ = (
+        "_call",
         "_chain",
         "_controllers",
         "_dispatched",
         "_home",
+        "_seq",
         "_state",
+        "_timing",
         "id",
         "kind",
         "model",
         "on_abandon",
         "purpose",
+        "tools",
     )
 
     def __init__(self, kind: str, model: str | None, home: Scope[Any] | None) -> None:
-        self.id = f"op_{next(_ids)}"
+        self._seq = next(_ids)
+        self.id = f"op_{self._seq}"
         self.kind = kind
         self.model = model
         self._home = home
@@ -460,6 +485,10 @@ class Operation:
         """How the operation settles if it is still open when abandoned: ``None`` unknown
         ``abandoned``; ``free`` a known 0 (its last attempt got a 4xx/5xx, which is not
         billed, and no retry followed); ``usage_missing`` (its last attempt got no reply)."""
+        self.tools: tuple[str, ...] = ()
+        """Names of the tools the reply asked to call (set by the measurement before it settles)."""
+        self._call: dict[str, Any] | None = None
+        self._timing: CallTiming | None = None
 
     @property
     def home(self) -> Scope[Any] | None:
@@ -474,7 +503,7 @@ class Operation:
 
     def _abandon_locked(self) -> None:
         if self.on_abandon == "free":
-            self._settle_locked(0, None, "provider_reported")
+            self._settle_locked(0, None, "provider_reported", "failed")
         else:
             self._unknown_locked(self.on_abandon or "abandoned", None)
 
@@ -486,14 +515,35 @@ class Operation:
     def _bucket(self) -> str:
         return "external" if self.kind == "external" else self.purpose
 
-    def _close(self, state: str) -> None:
+    def _close(self, state: str, outcome: dict[str, Any]) -> None:
+        """Close the operation (callers hold ``_LOCK``); a model call is listed, with
+        ``outcome`` (what it settled at), in every enclosing scope's :attr:`Scope.calls`."""
         self._state = state
         if self._home is not None:
             self._home.closed(self)
-        if self.model is not None and self.kind in _MODEL_KINDS:
+        model = self.model
+        if model is None:
+            return
+        if self.kind in _MODEL_KINDS:
             for scope in self._chain:
                 calls = scope.open_ledger().model_calls
-                calls[self.model] = calls.get(self.model, 0) + 1
+                calls[model] = calls.get(model, 0) + 1
+        if self.kind in _CALL_KINDS and self._chain:
+            call: dict[str, Any] = {
+                "operationId": self.id,
+                "model": model,
+                "kind": self.kind,
+                "purpose": self.purpose,
+            }
+            call.update(outcome)
+            if self.tools:
+                call["tools"] = list(self.tools)
+            if self._timing is not None:  # timed before it settled
+                _time_call(call, self._timing)
+            self._call = call
+            entry = (self._seq, call)
+            for scope in self._chain:
+                scope.open_ledger().calls.append(entry)
 
     def before_dispatch(self) -> None:
         """Admission check before every HTTP attempt (spec §7.1, §8.2).
@@ -543,7 +593,9 @@ class Operation:
                 return
             self._settle_locked(cost, usage, provenance)
 
-    def _settle_locked(self, cost: float, usage: Mapping[str, float] | None, provenance: str) -> None:
+    def _settle_locked(
+        self, cost: float, usage: Mapping[str, float] | None, provenance: str, outcome: str = "settled"
+    ) -> None:
         bucket = self._bucket()
         for scope in self._chain:
             ledger = scope.open_ledger()
@@ -554,7 +606,7 @@ class Operation:
             ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
         for controller in self._controllers:
             controller.charge(cost)
-        self._close("settled")
+        self._close("settled", {"outcome": outcome, "cost": cost, **_tokens(usage)})
 
     def replay(self, certified: float | None) -> None:
         """Settle a call the response cache answered: billed $0 (nothing was sent, so the
@@ -574,7 +626,7 @@ class Operation:
                     replayed["cost"] += certified
                 else:
                     replayed["unpriced"] += 1
-            self._close("settled")
+            self._close("settled", {"outcome": "replayed", "certifiedCost": certified})
 
     def unknown(self, reason: str, usage: Mapping[str, float] | None = None) -> None:
         """Settle without a usable cost (``usage_missing``, ``unpriced_model``, ...)."""
@@ -588,13 +640,16 @@ class Operation:
             ledger.add_usage(usage)
             ledger.unknown += 1
             ledger.reasons[reason] = ledger.reasons.get(reason, 0) + 1
-        self._close("unknown")
+        self._close("unknown", {"outcome": "unknown", "reason": reason, **_tokens(usage)})
 
     def record_timing(self, model_uri: str, timing: CallTiming) -> None:
         """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
         with _LOCK:
             for scope in self._chain:
                 scope.open_ledger().add_timing(model_uri, timing)
+            self._timing = timing
+            if self._call is not None:
+                _time_call(self._call, timing)
 
     def capture(self, record: Mapping[str, Any]) -> None:
         """Send a request record to the run's capture sink, stamped with correlation ids."""
@@ -611,6 +666,24 @@ class Operation:
             sink.write(stamped)
         except Exception:  # capture must never change results (spec §16)
             return
+
+
+def _time_call(call: dict[str, Any], timing: CallTiming) -> None:
+    """A call record's latency (``EvalItem.calls``): wire and first-token ms, and attempts."""
+    call["wireMs"] = round3(timing.wire_ms)
+    if timing.first_token_ms is not None:
+        call["firstTokenMs"] = round3(timing.first_token_ms)
+    call["attempts"] = timing.attempts
+
+
+def _tokens(usage: Mapping[str, float] | None) -> dict[str, float]:
+    """A call record's token counts (``EvalItem.calls``): input and output, when reported."""
+    if not usage:
+        return {}
+    return {
+        "inputTokens": _get(usage, "inputTokens", "input_tokens"),
+        "outputTokens": _get(usage, "outputTokens", "output_tokens"),
+    }
 
 
 def open_operation(kind: str, *, model: str | None = None, home: Scope[Any] | None = None) -> Operation:

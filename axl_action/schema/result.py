@@ -109,6 +109,43 @@ class ItemModelTiming(WireModel):
     """Number of calls behind ``firstTokenMs``."""
 
 
+class ItemCall(WireModel):
+    """One model call an item made (``EvalItem.calls``; an axl-action extension a 0.24 reader
+    ignores): ``runtime.chat``, a judge, or the app's own SDK call, one per logical call."""
+
+    operation_id: str
+    """The operation's id (``operationId`` of its record in the capture sidecar)."""
+    model: str
+    """``provider:model``, as priced: the model the reply names, else the request's."""
+    kind: str
+    """``chat``, ``stream``, ``embedding`` or ``transcription``."""
+    purpose: str
+    """``generation`` or ``judging``."""
+    outcome: Literal["settled", "failed", "unknown", "replayed"]
+    """``settled`` at ``cost``; ``failed`` (its last attempt got a 4xx/5xx: free); ``unknown``
+    (no usable cost, see ``reason``); ``replayed`` from the response cache (billed $0)."""
+    reason: str | None = None
+    """Why an ``unknown`` call has no cost (``usage_missing``, ``unpriced_model``, ...)."""
+    cost: float | None = None
+    """USD the call was settled at."""
+    certified_cost: float | None = None
+    """A replayed call's cost when it was made (null: it had no price then)."""
+    input_tokens: float | None = None
+    """Prompt tokens the reply reported."""
+    output_tokens: float | None = None
+    """Completion tokens the reply reported."""
+    wire_ms: float | None = None
+    """Milliseconds on the wire over all attempts (timed successful calls)."""
+    first_token_ms: float | None = None
+    """Milliseconds to the first streamed content."""
+    attempts: int | None = None
+    """HTTP attempts, retries included."""
+    tools: list[str] | None = None
+    """Tools the reply asked the app to call, in order."""
+    repeat: int | None = None
+    """The repeat that made it, on an item run ``repeats: N`` times."""
+
+
 class ItemRepeat(WireModel):
     """One repeat of an item run ``repeats: N`` times (``EvalItem.repeats``; an axl-action
     extension a 0.24 reader ignores). Each field means what the item's field of that name means."""
@@ -172,6 +209,9 @@ class EvalItem(OrderedWireModel):
     """Judging cost (= ``accounting.breakdown.judging`` in 0.24)."""
     unpriced: bool | None = None
     """``true`` when the item's accounting is not complete."""
+    calls: list[ItemCall] | None = None
+    """The model calls the item made, generation and judging, in the order they were opened
+    (an axl-action extension; the HTML report's item detail lists them)."""
     diagnostics: ItemDiagnostics | None = None
     """Captured operation refs of the generation."""
     repeats: list[ItemRepeat] | None = None

@@ -436,3 +436,64 @@ def test_hostile_text_through_the_packed_data_and_the_text_limit(open_report: An
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("img").count() == 0 and page.locator("#explorer script").count() == 0
     assert w.dialogs == [] and w.errors == [] and w.requests == [w.file_url]
+
+
+def test_an_items_model_calls_show_in_its_detail(
+    open_report: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26 item 6: an agent loop's two calls through the real ``openai`` client, run by
+    ``axl-eval run``, are listed in the item detail in order, the first naming its (hostile)
+    tool as text."""
+    from axl_action.cli.main import main
+    from axl_action.schema import load_result_file
+    from tests.fakes.llm_servers import FakeLLMServer, RecordedRequest, Reply
+
+    hostile = "<img src=x onerror=alert(1)>"
+
+    def answer(request: RecordedRequest) -> Reply:
+        messages = (request.body or {}).get("messages") or []
+        if any(m.get("role") == "tool" for m in messages):
+            return server.ok("sunny")
+        tool_call = {"id": "c1", "type": "function", "function": {"name": hostile, "arguments": "{}"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+        return server.ok(extra={"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]})
+
+    (tmp_path / "agent_eval.py").write_text(
+        "import os, openai\n"
+        "from axl_action import dataset, define_eval, scorer\n"
+        "client = openai.OpenAI(base_url=os.environ['AGENT_URL'], api_key='sk-test-0123456789')\n"
+        "def execute_workflow(value, runtime):\n"
+        "    messages = [{'role': 'user', 'content': value}]\n"
+        "    first = client.chat.completions.create(model='fake-model', messages=messages)\n"
+        "    call = first.choices[0].message.tool_calls[0]\n"
+        "    messages += [first.choices[0].message.model_dump(exclude_none=True),\n"
+        "                 {'role': 'tool', 'tool_call_id': call.id, 'content': '21C'}]\n"
+        "    final = client.chat.completions.create(model='fake-model', messages=messages)\n"
+        "    return {'output': final.choices[0].message.content}\n"
+        "eval = define_eval('agent', dataset('agent', items=[{'input': 'weather?'}]),\n"
+        "    [scorer('sunny', lambda output, value: float(output == 'sunny'))])\n"
+    )
+    with FakeLLMServer("openai") as server:
+        server.responder = answer
+        monkeypatch.setenv("AGENT_URL", server.base_url)
+        out = tmp_path / "agent.json"
+        prices = tmp_path / "prices.json"
+        prices.write_text('{"version": 1, "models": {"openai:fake-model": {"input": 1.0, "output": 2.0}}}')
+        argv = ["run", str(tmp_path / "agent_eval.py"), "--output", str(out), "--pricing", str(prices)]
+        assert main([*argv, "--quiet"]) == 0
+    result = load_result_file(out).results[0]
+    assert result.items[0].calls is not None and len(result.items[0].calls) == 2
+    w = open_report(render_report_html(build_report_context(result), result))
+    page = w.open()
+    page.click("tbody tr.row")
+    page.wait_for_selector("#item-detail:not([hidden])")
+    assert "Model calls (2)" in page.inner_text("#item-detail")
+    rows = page.evaluate(
+        "Array.from(document.querySelectorAll('table.calls tr')).slice(1).map(r => r.innerText.split('\\t'))"
+    )
+    assert [r[0] for r in rows] == ["1", "2"]
+    assert all(r[1] == "openai:fake-model" and r[2] == "generation" and r[7] == "settled" for r in rows)
+    assert rows[0][6] == hostile and rows[1][6] == "—"
+    assert all(r[4].startswith("$0.0000") for r in rows)  # priced: a few tokens at $1-2 per 1M
+    assert page.evaluate("document.querySelectorAll('#item-detail img').length") == 0
+    assert w.errors == []

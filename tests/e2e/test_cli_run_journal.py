@@ -132,7 +132,7 @@ def _calls(path: Path) -> collections.Counter[int]:
     return collections.Counter(int(line) for line in path.read_text().split())
 
 
-_VOLATILE = {"duration", "timing", "timestamp"}
+_VOLATILE = {"duration", "timing", "timestamp", "wireMs", "firstTokenMs", "operationId"}
 
 
 def _comparable(result: dict[str, Any]) -> dict[str, Any]:

@@ -715,6 +715,17 @@ def test_tool_calling_round_trip_two_operations_both_captured(oa: FakeLLMServer,
         == "get_weather"
     )
     assert records[1]["request"]["body"]["messages"][-1]["role"] == "tool"
+    # The item lists its two calls in order, the first naming the tool its reply asked for,
+    # each with the operation id its capture record carries.
+    calls = item["calls"]
+    assert [c["operationId"] for c in calls] == [r["operationId"] for r in records]
+    assert [c.get("tools") for c in calls] == [["get_weather"], None]
+    for call in calls:
+        assert call["model"] == "openai:fake-model" and call["kind"] == "chat"
+        assert call["purpose"] == "generation" and call["outcome"] == "settled"
+        assert call["inputTokens"] > 0 and call["outputTokens"] > 0
+        assert call["wireMs"] >= 0 and call["attempts"] == 1
+    assert sum(c["cost"] for c in calls) == pytest.approx(item["cost"])
 
 
 def test_capture_records_that_include_usage_was_added(oa: FakeLLMServer, tmp_path: Any) -> None:

@@ -210,3 +210,13 @@ def test_a_reader_that_ignores_repeats_reads_the_same_result() -> None:
     # Plain: every item right once (its first call); repeated: means 0.25, 0.5, 0.667.
     assert exact.baseline_mean == pytest.approx(1.0)
     assert exact.candidate_mean == pytest.approx((0.25 + 0.5 + 0.667) / 3, abs=1e-3)
+
+
+def test_a_repeated_items_calls_are_every_repeats_each_stamped_with_it() -> None:
+    result, _ = flaky_run(3, concurrency=1)
+    for item in result["items"]:
+        calls = item["calls"]
+        assert [c["repeat"] for c in calls] == [0, 1, 2]  # one call per repeat, in repeat order
+        assert all("calls" not in run for run in item["repeats"])  # listed once, on the item
+        assert sum(c["cost"] for c in calls) == pytest.approx(item["cost"])
+    EvalResult.model_validate(result)

@@ -52,8 +52,15 @@ def test_completed_items_carry_measured_cost_timing_and_metadata() -> None:
     item = result["items"][0]
     assert list(item) == [
         "input", "annotations", "output", "scores", "duration", "timing", "outcome", "metadata",
-        "scoreDetails", "accounting", "cost", "scorerCost",
+        "scoreDetails", "accounting", "cost", "scorerCost", "calls",
     ]  # fmt: skip
+    (made,) = item["calls"]  # the item's one call, as the report's item detail lists it
+    assert (made["model"], made["outcome"], made["cost"], made["wireMs"]) == (
+        "openai:gpt-4o-mini",
+        "settled",
+        0.01,
+        100,
+    )
     assert item["timing"] == {"openai:gpt-4o-mini": {"calls": 1, "queuedMs": 0, "retryMs": 0, "wireMs": 100}}
     assert item["metadata"]["modelCallCounts"] == {"openai:gpt-4o-mini": 1}
     assert result["totalCost"] == pytest.approx(0.03)
