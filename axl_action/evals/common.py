@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from axl_action.runtime.scope import TrackResult, track
+from axl_action.providers.intercept import measure_model_calls, runtime_pricing, warn_unattributed
+from axl_action.runtime.scope import Scope, TrackResult, track
 from axl_action.schema.accounting import empty_accounting
 
 
@@ -37,6 +39,27 @@ def attach_scope(item: dict[str, Any], scope: TrackResult[Any]) -> None:
     calls = scope.calls
     if calls is not None:
         item["calls"] = calls
+
+
+def measure_calls(runtime: Any, unattributed: Scope[Any]) -> AbstractContextManager[None]:
+    """Measure the application's own SDK calls for a whole run or rescore (see
+    ``providers/intercept.py``); those no item owns land in ``unattributed``."""
+    return measure_model_calls(
+        pricing=runtime_pricing(runtime),
+        include_usage=bool(getattr(runtime, "stream_usage", True)),
+        redact_content=bool(getattr(runtime, "redact_content", False)),
+        unattributed=unattributed,
+        cache=getattr(runtime, "cache", None),
+    )
+
+
+def note_unattributed(accounting: dict[str, Any], stray: Sequence[Scope[Any]]) -> None:
+    """Set ``accounting.unattributed`` from the scope :func:`measure_calls` filled, when it
+    measured anything: calls no item owns (import time, a thread that lost its context) are in
+    the totals and budget already, shown apart here and in the console, never dropped."""
+    if stray and stray[0].measured:
+        accounting["unattributed"] = dict(stray[0].accounting)
+        warn_unattributed(accounting["unattributed"])
 
 
 def uninstrumented_accounting() -> dict[str, Any]:

@@ -22,7 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from axl_action.evals.capture_refs import RefCollector
-from axl_action.evals.common import attach_scope, empty_accounting_wire, iso_now, tracker_for
+from axl_action.evals.common import (
+    attach_scope,
+    empty_accounting_wire,
+    iso_now,
+    measure_calls,
+    note_unattributed,
+    tracker_for,
+)
 from axl_action.evals.continuation import Continuation
 from axl_action.evals.pool import run_pool
 from axl_action.evals.repeats import combine_repeats, in_repeat
@@ -31,7 +38,7 @@ from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
-from axl_action.runtime.scope import CaptureSink
+from axl_action.runtime.scope import CaptureSink, Scope, side_scope
 from axl_action.schema.journal import RunFacts
 from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import build_summary, item_columns
@@ -157,8 +164,16 @@ def execute_rescore(
             on_settled(index, item)
         rescored[index] = item
 
+    stray: list[Scope[Any]] = []
+
+    def run_items() -> None:
+        # A custom scorer's own SDK calls are measured as a run's are (the judges' included).
+        stray.append(side_scope("judging"))
+        with measure_calls(runtime, stray[0]):
+            run_pool(len(todo), concurrency, process, name="axl-eval-rescore")
+
     run_scope = tracker(
-        lambda: run_pool(len(todo), concurrency, process, name="axl-eval-rescore"),
+        run_items,
         purpose="judging",
         admission=admission,
         capture=refs,
@@ -170,6 +185,7 @@ def execute_rescore(
     items = [item for item in rescored if item is not None]
 
     accounting = continuation.fold(dict(run_scope.accounting))
+    note_unattributed(accounting, stray)
     if admission is not None:
         accounting["budget"] = admission.snapshot()
     if refs is not None:

@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,8 @@ from axl_action.evals.common import (
     capture_manifest,
     empty_accounting_wire,
     iso_now,
+    measure_calls,
+    note_unattributed,
     tracker_for,
 )
 from axl_action.evals.continuation import Continuation
@@ -49,7 +50,6 @@ from axl_action.evals.scoring import (
 )
 from axl_action.evals.sequential import SequentialPlan, SequentialRounds, run_rounds
 from axl_action.evals.summary import build_metadata_rollups, model_timing
-from axl_action.providers.intercept import measure_model_calls, runtime_pricing, warn_unattributed
 from axl_action.redaction import redact, redact_deep
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
@@ -254,7 +254,7 @@ def execute_run(
         # The application's own SDK calls are measured for the whole run (see
         # providers/intercept.py); those no item owns land in the run's unattributed scope.
         stray.append(side_scope())
-        with _measure_calls(runtime, stray[0]):
+        with measure_calls(runtime, stray[0]):
             if rounds is None or repeats > 1:
                 count, task = _schedule(items, pending, repeats)
                 run_pool(count, width, task)
@@ -465,28 +465,12 @@ class _Rounds:
         return self.items.cancel.is_set() or (admission is not None and admission.closed)
 
 
-def _measure_calls(runtime: Any, unattributed: Scope[Any]) -> AbstractContextManager[None]:
-    """Measure the application's own SDK calls for the whole run (see
-    ``providers/intercept.py``); those no item owns land in ``unattributed``."""
-    return measure_model_calls(
-        pricing=runtime_pricing(runtime),
-        include_usage=bool(getattr(runtime, "stream_usage", True)),
-        redact_content=bool(getattr(runtime, "redact_content", False)),
-        unattributed=unattributed,
-        cache=getattr(runtime, "cache", None),
-    )
-
-
 def _run_accounting(
     accounting: dict[str, Any], stray: Sequence[Scope[Any]], admission: AdmissionController | None
 ) -> dict[str, Any]:
     """The run-level accounting record: ``scope``, ``unattributed`` and ``budget`` set."""
     accounting["scope"] = "run"
-    if stray and stray[0].measured:
-        # Calls no item owns (import time, a thread that lost its context): in the run's
-        # totals and budget above, and shown apart here, never dropped.
-        accounting["unattributed"] = dict(stray[0].accounting)
-        warn_unattributed(accounting["unattributed"])
+    note_unattributed(accounting, stray)
     if admission is not None:
         accounting["budget"] = admission.snapshot()
     return accounting

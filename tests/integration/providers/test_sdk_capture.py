@@ -801,3 +801,32 @@ def test_a_module_level_async_client_serves_every_item_and_every_run(oa: FakeLLM
     assert len(loops) == 1
     assert 1 < peak[0] <= 8  # items overlap on the one loop, bounded by the concurrency
     assert len(oa.requests) == 48
+
+
+def test_a_custom_scorers_own_sdk_calls_are_measured_in_a_rescore(oa: FakeLLMServer) -> None:
+    """``rescore`` measures the SDK calls a custom scorer makes as judging, as a run does."""
+    from axl_action.evals.rescore import rescore
+    from axl_action.evals.scorer import scorer
+
+    client = openai.OpenAI(base_url=oa.base_url, api_key=KEY)
+
+    def grade(output: Any, input_: Any) -> float:
+        reply = client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": f"grade {output}"}]
+        )
+        return 1.0 if reply.choices[0].message.content else 0.0
+
+    source = run_eval(define_eval("wf", dataset(3), [], lambda i, _rt: {"output": i["n"]}), runtime())
+    before = len(oa.requests)
+    again = rescore(source, [scorer("sdk-judge", grade)], runtime()).model_dump(
+        by_alias=True, exclude_none=True
+    )
+    assert len(oa.requests) - before == 3
+    for item in again["items"]:
+        assert item["scores"] == {"sdk-judge": 1}
+        assert item["scorerCost"] > 0 and item["cost"] == 0
+        (made,) = item["calls"]
+        assert made["purpose"] == "judging" and made["model"] == "openai:fake-model"
+    assert again["accounting"]["breakdown"]["judging"] == pytest.approx(
+        sum(item["scorerCost"] for item in again["items"])
+    )
