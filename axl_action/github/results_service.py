@@ -21,7 +21,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs, quote, urlsplit
 
 import requests
@@ -33,6 +33,21 @@ from axl_action.retry import Backoff, Retrier, Retry
 BLOCK_SIZE = 8 * 1024 * 1024
 AZURE_API_VERSION = "2023-11-03"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class ServiceOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`ResultsService` (their defaults are its own), which a
+    subclass's constructor passes on as ``**options``."""
+
+    session: requests.Session | None
+    sleep: Callable[[float], None]
+    max_attempts: int
+    base_delay: float
+    timeout: float
+    block_size: int
+    user_agent: str
+    on_secret: Callable[[str], None] | None
+    uniform: Callable[[], float] | None
 
 
 class ResultsService:
@@ -79,6 +94,17 @@ class ResultsService:
             uniform=uniform or random.Random().random,
         )
         """The layer's one retry rule (``axl_action.retry``) for Twirp calls and blob requests."""
+
+    @classmethod
+    def _runtime_credentials(cls, environ: Mapping[str, str], doing: str) -> tuple[str, str]:
+        """``ACTIONS_RESULTS_URL`` and ``ACTIONS_RUNTIME_TOKEN`` from ``environ``; a missing one
+        is one error saying what cannot be done (``doing``: "upload artifacts")."""
+        token = environ.get("ACTIONS_RUNTIME_TOKEN", "")
+        url = environ.get("ACTIONS_RESULTS_URL", "")
+        missing = [n for n, v in (("ACTIONS_RUNTIME_TOKEN", token), ("ACTIONS_RESULTS_URL", url)) if not v]
+        if missing:
+            raise cls.error(f"Cannot {doing}: {' and '.join(missing)} not set", hint=cls.hint)
+        return url, token
 
     def _mask_sas(self, url: str) -> None:
         if self.on_secret is None:
@@ -260,4 +286,4 @@ def field(body: Mapping[str, Any], snake: str) -> Any:
     return body.get(head + "".join(p.title() for p in rest))
 
 
-__all__ = ["AZURE_API_VERSION", "BLOCK_SIZE", "RETRY_STATUSES", "ResultsService", "field"]
+__all__ = ["AZURE_API_VERSION", "BLOCK_SIZE", "RETRY_STATUSES", "ResultsService", "ServiceOptions", "field"]
