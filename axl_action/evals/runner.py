@@ -27,7 +27,7 @@ from axl_action.evals.common import (
     attach_scope,
     capture_manifest,
     empty_accounting_wire,
-    iso_now,
+    result_wire,
     tracker_for,
 )
 from axl_action.evals.continuation import Continuation
@@ -538,20 +538,15 @@ def assemble_run(
         item_error_limit=facts.item_error_limit,
         scorer_error_limit=facts.scorer_error_limit,
     )
-    result: dict[str, Any] = {
-        "id": facts.result_id,
-        "dataset": facts.dataset,
-        "metadata": metadata,
-        "timestamp": iso_now(),
-        "totalCost": accounting["knownCost"],
-    }
-    if accounting["completeness"] != "complete":
-        result["unpriced"] = True
-    result["accounting"] = accounting
-    if diagnostics is not None:
-        result["diagnostics"] = diagnostics
-    result["duration"] = elapsed_ms(started) if started is not None else duration
-    result["items"] = items
+    result = result_wire(
+        facts.result_id,
+        facts.dataset,
+        metadata,
+        accounting,
+        items,
+        diagnostics=diagnostics,
+        duration=elapsed_ms(started) if started is not None else duration,
+    )
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
 
