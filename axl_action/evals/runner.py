@@ -31,7 +31,7 @@ from axl_action.evals.common import (
     tracker_for,
 )
 from axl_action.evals.continuation import Continuation
-from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
+from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition
 from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.log import warn
@@ -45,7 +45,6 @@ from axl_action.evals.scoring import (
     error_message,
     note_closure,
     score_item,
-    usable_cost,
 )
 from axl_action.evals.sequential import SequentialPlan, SequentialRounds, run_rounds
 from axl_action.evals.summary import build_metadata_rollups, model_timing
@@ -63,6 +62,7 @@ from axl_action.runtime.scope import (
 )
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 from axl_action.schema.journal import RunFacts, ShardFacts
+from axl_action.schema.numbers import is_error_rate_limit, usable_number
 from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import RunView, build_summary, item_columns, prepare_validators, wire_view
 
@@ -819,7 +819,7 @@ def _caller_report(value: Mapping[str, Any]) -> dict[str, Any]:
     report: dict[str, Any] = {}
     if "cost" in value:
         cost = value["cost"]
-        if usable_cost(cost):
+        if usable_number(cost):
             report["cost"] = cost
         else:
             warn(
