@@ -273,7 +273,7 @@ def cache_request(
         base_url="",
         model=request.model,
         body={
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [m.to_wire() for m in request.messages],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "stop": list(request.stop) if request.stop else None,
