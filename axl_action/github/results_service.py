@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import requests
 
-from axl_action.github.client import USER_AGENT, own_session
+from axl_action.github.client import USER_AGENT, http_url, own_session
 from axl_action.github.errors import GitHubError, redact
 from axl_action.retry import Backoff, Retrier, Retry
 
@@ -78,9 +78,7 @@ class ResultsService:
         on_secret: Callable[[str], None] | None = None,
         uniform: Callable[[], float] | None = None,
     ) -> None:
-        parts = urlsplit(results_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise self.error(f"ACTIONS_RESULTS_URL {results_url!r} is not an http(s) URL", hint=self.hint)
+        parts = http_url(results_url, "ACTIONS_RESULTS_URL", self.error, hint=self.hint)
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self._token = runtime_token
         self._session = own_session(session)
