@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -37,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from axl_action.cache.errors import NotCacheable
 from axl_action.cache.key import is_cache_key
 from axl_action.redaction import redact, redact_deep
+from axl_action.schema.numbers import usable_number
 
 ENTRY_FORMAT = 1
 """Version of :class:`CacheEntry`'s layout (its ``format`` field)."""
@@ -84,12 +84,7 @@ class CertifiedCost(BaseModel):
 def _check_usage(usage: Mapping[str, float]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in usage.items():
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value < 0
-        ):
+        if not usable_number(value):
             raise ValueError(f"usage.{name} must be a finite number >= 0, got {value!r}")
         out[name] = float(value)
     if not out:

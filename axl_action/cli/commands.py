@@ -4,17 +4,29 @@ that called models.
 
 ``compare``, ``report``, ``history`` and ``merge`` answer ``-h``/``--help`` as their first
 argument the same way; ``compare`` and ``report`` compare and gate the same way; ``run`` and
-``rescore`` share the capture flags and how they end.
+``rescore`` share the capture and journal flags, their runtime, their journal session and how
+they end.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from axl_action.cli.common import HardStop, Interrupt, pricing_notes
+from axl_action.cli.common import (
+    HardStop,
+    Interrupt,
+    check_force_flag,
+    close_providers,
+    make_runtime,
+    output_file,
+    pricing_notes,
+)
 from axl_action.errors import AxlError, UsageError
 
 if TYPE_CHECKING:
@@ -22,6 +34,7 @@ if TYPE_CHECKING:
     from axl_action.compare.models import Comparison, GateReport
     from axl_action.evals.journal.session import JournalSession
     from axl_action.history import AutoThresholds
+    from axl_action.schema.journal import JournalFlags
     from axl_action.schema.view import Side
 
 
@@ -99,6 +112,78 @@ def check_capture_flags(args: argparse.Namespace) -> None:
         raise UsageError("--capture-requests needs --output", hint="the requests go next to the results file")
     if args.redact_content and not args.capture_requests:
         raise UsageError("--redact-content needs --capture-requests", hint="it applies to captured requests")
+
+
+def check_journal_flags(args: argparse.Namespace) -> None:
+    """The flags of a command that writes a run journal need what they apply to (the capture
+    flags, ``--force`` a resume, ``--resume`` an output file), and ``--output`` must be a file
+    that can be written."""
+    check_capture_flags(args)
+    check_force_flag(args)
+    if args.resume and not args.output:
+        raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
+    output_file(args.output)
+
+
+def runtime_from_flags(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
+    """The runtime of a command that calls models: its price table (``--pricing``) and its
+    response cache (``--cache``, ``--cache-dir``)."""
+    runtime = make_runtime(args.pricing)
+    runtime.cache = cache_from_flags(args, env)
+    return runtime
+
+
+def journal_session(
+    args: argparse.Namespace,
+    interrupt: Interrupt,
+    *,
+    command: Literal["run", "rescore"],
+    flags: JournalFlags,
+    retry_failed: bool = False,
+) -> JournalSession:
+    """The journal ``<output>.journal.jsonl`` of a command run with ``--output``, as its
+    ``--resume``, ``--wait`` and ``--force`` ask; a journal that fails stops admission."""
+    from axl_action.evals.journal.session import JournalSession
+
+    return JournalSession(
+        Path(args.output),
+        command=command,
+        flags=flags,
+        resume=args.resume,
+        retry_failed=retry_failed,
+        wait=args.wait,
+        force=args.force,
+        on_fail=interrupt.stop_admission,
+    )
+
+
+@dataclass
+class Outcome:
+    """What a journaled command reports to :func:`journaled` before it ends."""
+
+    written: bool = False
+    """The results file was written: the journal is complete unless a signal or an item cut it short."""
+
+
+@contextmanager
+def journaled(runtime: Any, interrupt: Interrupt, session: JournalSession | None) -> Iterator[Outcome]:
+    """The body of a command that calls models: signals handled by ``interrupt`` while it
+    runs; on the way out the journal is finished (complete when the body set
+    ``Outcome.written`` and nothing cut it short), the handlers restored and the providers'
+    connections closed."""
+    outcome = Outcome()
+    interrupt.install()
+    try:
+        try:
+            yield outcome
+        finally:
+            if session is not None:
+                session.finish(
+                    complete=outcome.written and interrupt.signum is None and not session.incomplete
+                )
+    finally:
+        interrupt.restore()
+        close_providers(runtime)
 
 
 def closing_notes(runtime: Any, interrupt: Interrupt, *, written: int, what: str) -> int | None:

@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 from axl_action.cli.commands import (
     add_cache_flags,
     add_capture_flags,
-    cache_from_flags,
-    check_capture_flags,
+    check_journal_flags,
     closing_notes,
+    journal_session,
+    journaled,
+    runtime_from_flags,
     write_on_hard_stop,
 )
 from axl_action.cli.common import (
@@ -37,13 +39,9 @@ from axl_action.cli.common import (
     Interrupt,
     add_wait_flag,
     budget_arg,
-    check_force_flag,
-    close_providers,
     env_int,
     grace_seconds,
     journal_stop_note,
-    make_runtime,
-    output_file,
     positive_int,
     sidecar_sink,
     write_results,
@@ -121,11 +119,7 @@ def _check(args: argparse.Namespace) -> tuple[Path, Path]:
     if len(args.paths) != 2:
         got = f"got {len(args.paths)} path(s)" + (f": {' '.join(args.paths)}" if args.paths else "")
         raise UsageError(f"rescore needs a results file and an eval file, {got}", hint=USAGE_HINT)
-    check_capture_flags(args)
-    check_force_flag(args)
-    if args.resume and not args.output:
-        raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
-    output_file(args.output)
+    check_journal_flags(args)
     return Path(args.paths[0]), Path(args.paths[1])
 
 
@@ -154,15 +148,12 @@ def run(argv: list[str]) -> int:
     source = load_result_file(results_path)
     scorers, sources = _scorers(eval_path)
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or 5
-    runtime = make_runtime(args.pricing)
-    runtime.cache = cache_from_flags(args, os.environ)
+    runtime = runtime_from_flags(args, os.environ)
     interrupt = Interrupt(grace=grace)
     session = _journal(args, interrupt) if args.output else None
 
     rescored: list[dict[str, Any]] = []
-    written = False
-    interrupt.install()
-    try:
+    with journaled(runtime, interrupt, session) as outcome:
         try:
             _rescore_all(source, (scorers, sources), runtime, args, concurrency, interrupt, session, rescored)
             interrupt.settle()
@@ -178,15 +169,9 @@ def run(argv: list[str]) -> int:
                     what="rescored results",
                     append_capture=args.resume,
                 )
-                written = True
+                outcome.written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session, as_list=source.is_list)
-        finally:
-            if session is not None:
-                session.finish(complete=written and interrupt.signum is None and not session.incomplete)
-    finally:
-        interrupt.restore()
-        close_providers(runtime)
     interrupted = closing_notes(runtime, interrupt, written=len(rescored), what="rescored")
     if interrupted is not None:
         return interrupted
@@ -204,18 +189,9 @@ def run(argv: list[str]) -> int:
 
 def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
     from axl_action.evals.journal.base import flags_of
-    from axl_action.evals.journal.session import JournalSession
 
     flags = flags_of(budget=args.budget, pricing=args.pricing)
-    return JournalSession(
-        Path(args.output),
-        command="rescore",
-        flags=flags,
-        resume=args.resume,
-        wait=args.wait,
-        force=args.force,
-        on_fail=interrupt.stop_admission,
-    )
+    return journal_session(args, interrupt, command="rescore", flags=flags)
 
 
 def _hard_stop(

@@ -26,9 +26,11 @@ from axl_action import values
 from axl_action.cli.commands import (
     add_cache_flags,
     add_capture_flags,
-    cache_from_flags,
-    check_capture_flags,
+    check_journal_flags,
     closing_notes,
+    journal_session,
+    journaled,
+    runtime_from_flags,
     write_on_hard_stop,
 )
 from axl_action.cli.common import (
@@ -38,13 +40,9 @@ from axl_action.cli.common import (
     abandoned_note,
     add_wait_flag,
     budget_arg,
-    check_force_flag,
-    close_providers,
     env_int,
     grace_seconds,
     journal_stop_note,
-    make_runtime,
-    output_file,
     positive_int,
     sidecar_sink,
     write_results,
@@ -259,12 +257,8 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     if not args.paths:
         raise UsageError("No eval file path provided", hint="axl-eval <eval file or directory> [flags]")
-    check_capture_flags(args)
     args.resume = args.resume or args.resume_failed
-    check_force_flag(args)
-    if args.resume and not args.output:
-        raise UsageError("--resume needs --output", hint="the journal it continues is <output>.journal.jsonl")
-    output_file(args.output)
+    check_journal_flags(args)
     args.baseline_runs = _sequential_baseline(args)
     grace = grace_seconds(args.grace_period)
 
@@ -274,16 +268,13 @@ def run(argv: list[str]) -> int:
     if args.scorers and len(files) > 1:
         raise UsageError(f"--scorers requires a single eval file (matched {len(files)}).")
 
-    runtime = make_runtime(args.pricing)
-    runtime.cache = cache_from_flags(args, os.environ)
+    runtime = runtime_from_flags(args, os.environ)
     runtime.stream_usage = args.stream_usage
     interrupt = Interrupt(grace=grace)
     args.recorder = _source_recorder(args)
     session = _journal(args, interrupt) if args.output else None
     results: list[dict[str, Any]] = []
-    written = False
-    interrupt.install()
-    try:
+    with journaled(runtime, interrupt, session) as outcome:
         try:
             results, failed = _run_files(files, args, runtime, interrupt, session)
             interrupt.settle()
@@ -292,15 +283,9 @@ def run(argv: list[str]) -> int:
                 write_results(
                     Path(args.output), results, as_list=len(results) != 1, append_capture=args.resume
                 )
-                written = True
+                outcome.written = True
         except HardStop as stop:
             return _hard_stop(stop, args, session, interrupt)
-        finally:
-            if session is not None:
-                session.finish(complete=written and interrupt.signum is None and not session.incomplete)
-    finally:
-        interrupt.restore()
-        close_providers(runtime)
     if results and not args.output:
         print("[axl-eval] NOTE: results were not saved; pass --output FILE to keep them.", file=sys.stderr)
     interrupted = closing_notes(runtime, interrupt, written=len(results), what="completed")
@@ -314,7 +299,6 @@ def run(argv: list[str]) -> int:
 
 def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
     from axl_action.evals.journal.base import flags_of
-    from axl_action.evals.journal.session import JournalSession
 
     flags = flags_of(
         shard=args.shard,
@@ -327,16 +311,7 @@ def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:
         max_repeats=args.max_repeats,
         baseline=args.baseline,
     )
-    return JournalSession(
-        Path(args.output),
-        command="run",
-        flags=flags,
-        resume=args.resume,
-        retry_failed=args.resume_failed,
-        wait=args.wait,
-        force=args.force,
-        on_fail=interrupt.stop_admission,
-    )
+    return journal_session(args, interrupt, command="run", flags=flags, retry_failed=args.resume_failed)
 
 
 def _hard_stop(

@@ -8,7 +8,6 @@ timing, cost with certification, summary, partial-batch detection.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,7 +40,7 @@ from axl_action.compare.thresholds import ResolvedThreshold, Thresholds, resolve
 from axl_action.errors import CompareError
 from axl_action.formatting import plural
 from axl_action.schema import RunHeader, RunView, SampleCounts, as_views, round3, sample_counts
-from axl_action.schema.numbers import to_fixed
+from axl_action.schema.numbers import finite_number, to_fixed
 from axl_action.schema.view import F64, Bools, Run, Side, header_of
 
 
@@ -98,7 +97,7 @@ def detect_partial(runs: Sequence[Run]) -> PartialBatch | None:
     attempted: float | None = None
     for run in runs:
         v = header_of(run).metadata.get("batchAttempted")
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        if finite_number(v):
             attempted = v
             break
     if attempted is None or len(runs) >= attempted:

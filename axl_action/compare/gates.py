@@ -7,7 +7,6 @@ Exit code: 1 iff a gate is ``fail`` or ``refused``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -26,7 +25,7 @@ from axl_action.schema import (
     js_string,
     read_accounting,
 )
-from axl_action.schema.numbers import to_fixed
+from axl_action.schema.numbers import is_error_rate_limit, to_fixed
 from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import DEFAULT_PASS_SCORE, PassCounts, Run, RunView, Side, pass_counts
 
@@ -47,11 +46,6 @@ class GateOptions:
     """``--min-pass-rate``: one rate for every scorer or per-scorer rates (None = gate off)."""
     pass_score: float = DEFAULT_PASS_SCORE
     """``--pass-score``: the score at or above which a try passes."""
-
-
-def is_error_rate_limit(v: object) -> bool:
-    """A finite number (not bool) in [0, 1]."""
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1
 
 
 # ---------------------------------------------------------------- reference gate functions

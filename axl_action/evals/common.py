@@ -90,6 +90,36 @@ def iso_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def result_wire(
+    result_id: str,
+    dataset: Any,
+    metadata: dict[str, Any],
+    accounting: dict[str, Any],
+    items: list[dict[str, Any]],
+    *,
+    diagnostics: dict[str, Any] | None,
+    duration: int | float,
+) -> dict[str, Any]:
+    """A result's wire data up to its items, in the reference's key order (``unpriced`` only
+    when the accounting is incomplete, ``diagnostics`` only when there are any); the caller
+    adds the ``summary`` last."""
+    out: dict[str, Any] = {
+        "id": result_id,
+        "dataset": dataset,
+        "metadata": metadata,
+        "timestamp": iso_now(),
+        "totalCost": accounting["knownCost"],
+    }
+    if accounting["completeness"] != "complete":
+        out["unpriced"] = True
+    out["accounting"] = accounting
+    if diagnostics is not None:
+        out["diagnostics"] = diagnostics
+    out["duration"] = duration
+    out["items"] = items
+    return out
+
+
 def capture_manifest(sink: Any) -> dict[str, Any]:
     """``EvalResult.diagnostics`` from the sink's ``close()`` figures (spec §16)."""
     manifest: dict[str, Any] = {

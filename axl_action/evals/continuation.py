@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from axl_action.evals.scoring import usable_cost
 from axl_action.runtime.admission import AdmissionController
 from axl_action.schema.accounting import fold_accounting
+from axl_action.schema.numbers import usable_number
 
 
 @dataclass(frozen=True)
@@ -46,4 +46,4 @@ class Continuation:
 
 def _known_cost(record: Mapping[str, Any]) -> float:
     value: Any = record.get("knownCost")
-    return float(value) if usable_cost(value) else 0.0
+    return float(value) if usable_number(value) else 0.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from axl_action.evals.dataset import Dataset
 from axl_action.evals.repeats import MAX_REPEATS, validate_repeats
 from axl_action.evals.scorer import Scorer
+from axl_action.schema.numbers import is_error_rate_limit
 
 ExecuteWorkflow = Callable[[Any, Any], Any]
 """``execute_workflow(input, runtime) -> {"output": ..., "cost"?: ..., "metadata"?: ...}``."""
@@ -79,16 +79,6 @@ def define_eval(
         metadata=dict(metadata or {}),
         repeats=repeats,
         env=list(env),
-    )
-
-
-def is_error_rate_limit(value: object) -> bool:
-    """A number (not bool/str), finite, within [0, 1]."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 <= value <= 1
     )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
+
+from axl_action.schema.numbers import finite_number
 
 _MAX_DEPTH = 9  # nodes 0..8; the bound doubles as the cycle guard
 
@@ -45,7 +46,7 @@ def describe_item_failure(thrown: object) -> dict[str, Any] | None:
             if isinstance(provider, str):
                 out["provider"] = provider
             status = getattr(current, "status", None)
-            if isinstance(status, int | float) and not isinstance(status, bool) and math.isfinite(status):
+            if finite_number(status):
                 out["status"] = status
             retryable = getattr(current, "retryable", None)
             if isinstance(retryable, bool):

@@ -10,7 +10,6 @@ message ``LLM scorer "<name>" returned an invalid response: ...``.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from axl_action.errors import AxlError
 from axl_action.evals.scorer import Scorer
 from axl_action.providers.gateway import pricing_for
 from axl_action.schema.jsonio import dumps_js
+from axl_action.schema.numbers import finite_number, usable_number
 
 DEFAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -156,7 +156,7 @@ def _check(value: Any, schema: Mapping[str, Any], path: tuple[str, ...], issues:
         item_schema = schema.get("items") or {}
         return [_check(v, item_schema, (*path, str(i)), issues) for i, v in enumerate(value)]
     if kind in ("number", "integer"):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if not finite_number(value):
             issues.append(_issue(path, f"Expected number, received {_received(value)}"))
             return None
         if kind == "integer" and not float(value).is_integer():
@@ -340,7 +340,7 @@ def _response_cost(response: Any, model_uri: str, context: Any) -> float | None:
     """What the reply cost as the adapter sees it (provider-reported, else a price-table
     estimate); only used by the runner on uninstrumented runtimes (spec §4.5)."""
     cost = getattr(response, "provider_cost", None)
-    if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+    if usable_number(cost):
         return float(cost)
     usage = getattr(response, "usage", None)
     if usage is None:

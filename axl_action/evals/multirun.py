@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from axl_action.schema.accounting import Accounting, aggregate_accounting
-from axl_action.schema.numbers import round3, sample_std
+from axl_action.schema.numbers import round3, sample_std, usable_number
 
 
 def _wire_accounting(result: Mapping[str, Any]) -> Accounting:
@@ -16,10 +15,7 @@ def _wire_accounting(result: Mapping[str, Any]) -> Accounting:
     if raw is not None:
         return Accounting.model_validate(raw)
     total = result.get("totalCost")
-    usable = (
-        isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total) and total >= 0
-    )
-    return Accounting(known_cost=total if usable else 0.0, completeness="unverified")
+    return Accounting(known_cost=total if usable_number(total) else 0.0, completeness="unverified")
 
 
 def aggregate_runs(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

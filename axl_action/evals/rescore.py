@@ -25,9 +25,9 @@ from axl_action.evals.capture_refs import RefCollector
 from axl_action.evals.common import (
     attach_scope,
     empty_accounting_wire,
-    iso_now,
     measure_calls,
     note_unattributed,
+    result_wire,
     tracker_for,
 )
 from axl_action.evals.continuation import Continuation
@@ -256,20 +256,15 @@ def assemble_rescore(
     accounting["source"] = head.get("source")
     if budget is not None:
         accounting["budget"] = budget
-    out: dict[str, Any] = {
-        "id": result_id,
-        "dataset": head.get("dataset"),
-        "metadata": copy.deepcopy(dict(head.get("metadata") or {})),
-        "timestamp": iso_now(),
-        "totalCost": accounting["knownCost"],
-    }
-    if accounting["completeness"] != "complete":
-        out["unpriced"] = True
-    out["accounting"] = accounting
-    if diagnostics is not None:
-        out["diagnostics"] = diagnostics
-    out["duration"] = duration
-    out["items"] = items
+    out = result_wire(
+        result_id,
+        head.get("dataset"),
+        copy.deepcopy(dict(head.get("metadata") or {})),
+        accounting,
+        items,
+        diagnostics=diagnostics,
+        duration=duration,
+    )
     # count, failures, coverage, scorers and the source's timing (no gates: spec §17). No
     # generation ran, so the source's wall-clock and provider latency are still the only
     # measurements of these outputs; modelTiming cannot be rebuilt from item sums.

@@ -26,13 +26,13 @@ from axl_action.evals.common import (
     attach_scope,
     capture_manifest,
     empty_accounting_wire,
-    iso_now,
     measure_calls,
     note_unattributed,
+    result_wire,
     tracker_for,
 )
 from axl_action.evals.continuation import Continuation
-from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition, is_error_rate_limit
+from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition
 from axl_action.evals.failure import describe_item_failure
 from axl_action.evals.jsonsafe import json_safe
 from axl_action.evals.log import warn
@@ -46,7 +46,6 @@ from axl_action.evals.scoring import (
     error_message,
     note_closure,
     score_item,
-    usable_cost,
 )
 from axl_action.evals.sequential import SequentialPlan, SequentialRounds, run_rounds
 from axl_action.evals.summary import build_metadata_rollups, model_timing
@@ -63,6 +62,7 @@ from axl_action.runtime.scope import (
 )
 from axl_action.schema.fingerprint import config_fingerprint, dataset_fingerprint, scorer_fingerprint
 from axl_action.schema.journal import RunFacts, ShardFacts
+from axl_action.schema.numbers import is_error_rate_limit, usable_number
 from axl_action.schema.result import SequentialRecord
 from axl_action.schema.view import RunView, build_summary, item_columns, prepare_validators, wire_view
 
@@ -522,20 +522,15 @@ def assemble_run(
         item_error_limit=facts.item_error_limit,
         scorer_error_limit=facts.scorer_error_limit,
     )
-    result: dict[str, Any] = {
-        "id": facts.result_id,
-        "dataset": facts.dataset,
-        "metadata": metadata,
-        "timestamp": iso_now(),
-        "totalCost": accounting["knownCost"],
-    }
-    if accounting["completeness"] != "complete":
-        result["unpriced"] = True
-    result["accounting"] = accounting
-    if diagnostics is not None:
-        result["diagnostics"] = diagnostics
-    result["duration"] = elapsed_ms(started) if started is not None else duration
-    result["items"] = items
+    result = result_wire(
+        facts.result_id,
+        facts.dataset,
+        metadata,
+        accounting,
+        items,
+        diagnostics=diagnostics,
+        duration=elapsed_ms(started) if started is not None else duration,
+    )
     result["summary"] = summary
     return RunRecord(wire=result, view=wire_view(result, columns))
 
@@ -808,7 +803,7 @@ def _caller_report(value: Mapping[str, Any]) -> dict[str, Any]:
     report: dict[str, Any] = {}
     if "cost" in value:
         cost = value["cost"]
-        if usable_cost(cost):
+        if usable_number(cost):
             report["cost"] = cost
         else:
             warn(

@@ -23,7 +23,7 @@ from axl_action.redaction import redact
 from axl_action.runtime.admission import AdmissionController, ClosedBy
 from axl_action.runtime.scope import TrackResult, is_abort, is_admission_denial
 from axl_action.schema.jsonio import describe_input
-from axl_action.schema.numbers import js_string, score_value
+from axl_action.schema.numbers import js_string, score_value, usable_number
 
 _MISSING = object()
 
@@ -48,13 +48,6 @@ def drop_traceback(error: BaseException) -> None:
     20,000-item run with 670 failures). Without it they are freed as soon as they are unused.
     """
     error.__traceback__ = None
-
-
-def usable_cost(value: Any) -> bool:
-    """A finite number >= 0 (bool excluded)."""
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    )
 
 
 def elapsed_ms(start: float) -> int:
@@ -149,7 +142,7 @@ def _with_cost(
     if result.measured:
         detail["accounting"] = result.accounting
         detail["cost"] = result.accounting["knownCost"]
-    elif caller_cost is not None and not env.instrumented and usable_cost(caller_cost):
+    elif caller_cost is not None and not env.instrumented and usable_number(caller_cost):
         detail["cost"] = caller_cost
     return detail
 

@@ -62,13 +62,7 @@ class ActionsCache(ResultsService):
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **kwargs: Any) -> ActionsCache:
         """Build from ``ACTIONS_RESULTS_URL`` and ``ACTIONS_RUNTIME_TOKEN``."""
-        token = environ.get("ACTIONS_RUNTIME_TOKEN", "")
-        url = environ.get("ACTIONS_RESULTS_URL", "")
-        missing = [n for n, v in (("ACTIONS_RUNTIME_TOKEN", token), ("ACTIONS_RESULTS_URL", url)) if not v]
-        if missing:
-            raise CacheServiceError(
-                f"Cannot use the Actions cache: {' and '.join(missing)} not set", hint=CACHE_HINT
-            )
+        url, token = cls._runtime_credentials(environ, "use the Actions cache")
         return cls(url, token, **kwargs)
 
     def __repr__(self) -> str:

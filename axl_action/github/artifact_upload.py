@@ -30,20 +30,17 @@ import io
 import json
 import logging
 import mimetypes
-import time
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import urlsplit
 
-import requests
 from pydantic import BaseModel, ConfigDict
 
-from axl_action.github.client import USER_AGENT
 from axl_action.github.errors import ArtifactError, GitHubError
-from axl_action.github.results_service import BLOCK_SIZE, ResultsService
+from axl_action.github.results_service import ResultsService, ServiceOptions
 from axl_action.github.results_service import field as _field
 
 log = logging.getLogger("axl_action.github")
@@ -186,31 +183,11 @@ class ArtifactUploader(ResultsService):
         results_url: str,
         runtime_token: str,
         *,
-        session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        max_attempts: int = 5,
-        base_delay: float = 3.0,
-        timeout: float = 120.0,
-        block_size: int = BLOCK_SIZE,
         max_retention_days: int | None = None,
-        user_agent: str = USER_AGENT,
-        on_secret: Callable[[str], None] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        uniform: Callable[[], float] | None = None,
+        **options: Unpack[ServiceOptions],
     ) -> None:
-        super().__init__(
-            results_url,
-            runtime_token,
-            session=session,
-            sleep=sleep,
-            max_attempts=max_attempts,
-            base_delay=base_delay,
-            timeout=timeout,
-            block_size=block_size,
-            user_agent=user_agent,
-            on_secret=on_secret,
-            uniform=uniform,
-        )
+        super().__init__(results_url, runtime_token, **options)
         self.ids = backend_ids_from_token(runtime_token)
         self.max_retention_days = max_retention_days
         self.clock = clock
@@ -218,13 +195,7 @@ class ArtifactUploader(ResultsService):
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **kwargs: Any) -> ArtifactUploader:
         """Build from ``ACTIONS_RESULTS_URL``, ``ACTIONS_RUNTIME_TOKEN``, ``GITHUB_RETENTION_DAYS``."""
-        token = environ.get("ACTIONS_RUNTIME_TOKEN", "")
-        url = environ.get("ACTIONS_RESULTS_URL", "")
-        missing = [n for n, v in (("ACTIONS_RUNTIME_TOKEN", token), ("ACTIONS_RESULTS_URL", url)) if not v]
-        if missing:
-            raise ArtifactError(
-                f"Cannot upload artifacts: {' and '.join(missing)} not set", hint=RUNTIME_HINT
-            )
+        url, token = cls._runtime_credentials(environ, "upload artifacts")
         retention = environ.get("GITHUB_RETENTION_DAYS", "")
         kwargs.setdefault("max_retention_days", int(retention) if retention.isdigit() else None)
         return cls(url, token, **kwargs)

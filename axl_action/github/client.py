@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import SplitResult, quote, urljoin, urlsplit
 
 import requests
 
@@ -96,12 +96,12 @@ class GitHubClient:
             )
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        parts = urlsplit(api_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise GitHubError(
-                f"GITHUB_API_URL {api_url!r} is not an http(s) URL",
-                hint="it should look like https://api.github.com or https://ghe.example.com/api/v3",
-            )
+        parts = http_url(
+            api_url,
+            "GITHUB_API_URL",
+            GitHubError,
+            hint="it should look like https://api.github.com or https://ghe.example.com/api/v3",
+        )
         self.api_url = api_url.rstrip("/")
         self._origin = (parts.scheme, parts.netloc.lower())
         self._token = token
@@ -463,6 +463,15 @@ class _Target:
     url: str
     params: Mapping[str, str | int] | None
     json: Json
+
+
+def http_url(url: str, name: str, error: type[GitHubError], *, hint: str) -> SplitResult:
+    """``url`` split into its parts when it is an http(s) URL with a host; otherwise one
+    ``error`` naming it as the variable ``name`` it came from."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise error(f"{name} {url!r} is not an http(s) URL", hint=hint)
+    return parts
 
 
 def own_session(session: requests.Session | None) -> requests.Session:

@@ -21,18 +21,33 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs, quote, urlsplit
 
 import requests
 
-from axl_action.github.client import USER_AGENT, own_session
+from axl_action.github.client import USER_AGENT, http_url, own_session
 from axl_action.github.errors import GitHubError, redact
 from axl_action.retry import Backoff, Retrier, Retry
 
 BLOCK_SIZE = 8 * 1024 * 1024
 AZURE_API_VERSION = "2023-11-03"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class ServiceOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`ResultsService` (their defaults are its own), which a
+    subclass's constructor passes on as ``**options``."""
+
+    session: requests.Session | None
+    sleep: Callable[[float], None]
+    max_attempts: int
+    base_delay: float
+    timeout: float
+    block_size: int
+    user_agent: str
+    on_secret: Callable[[str], None] | None
+    uniform: Callable[[], float] | None
 
 
 class ResultsService:
@@ -63,9 +78,7 @@ class ResultsService:
         on_secret: Callable[[str], None] | None = None,
         uniform: Callable[[], float] | None = None,
     ) -> None:
-        parts = urlsplit(results_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise self.error(f"ACTIONS_RESULTS_URL {results_url!r} is not an http(s) URL", hint=self.hint)
+        parts = http_url(results_url, "ACTIONS_RESULTS_URL", self.error, hint=self.hint)
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self._token = runtime_token
         self._session = own_session(session)
@@ -79,6 +92,17 @@ class ResultsService:
             uniform=uniform or random.Random().random,
         )
         """The layer's one retry rule (``axl_action.retry``) for Twirp calls and blob requests."""
+
+    @classmethod
+    def _runtime_credentials(cls, environ: Mapping[str, str], doing: str) -> tuple[str, str]:
+        """``ACTIONS_RESULTS_URL`` and ``ACTIONS_RUNTIME_TOKEN`` from ``environ``; a missing one
+        is one error saying what cannot be done (``doing``: "upload artifacts")."""
+        token = environ.get("ACTIONS_RUNTIME_TOKEN", "")
+        url = environ.get("ACTIONS_RESULTS_URL", "")
+        missing = [n for n, v in (("ACTIONS_RUNTIME_TOKEN", token), ("ACTIONS_RESULTS_URL", url)) if not v]
+        if missing:
+            raise cls.error(f"Cannot {doing}: {' and '.join(missing)} not set", hint=cls.hint)
+        return url, token
 
     def _mask_sas(self, url: str) -> None:
         if self.on_secret is None:
@@ -260,4 +284,4 @@ def field(body: Mapping[str, Any], snake: str) -> Any:
     return body.get(head + "".join(p.title() for p in rest))
 
 
-__all__ = ["AZURE_API_VERSION", "BLOCK_SIZE", "RETRY_STATUSES", "ResultsService", "field"]
+__all__ = ["AZURE_API_VERSION", "BLOCK_SIZE", "RETRY_STATUSES", "ResultsService", "ServiceOptions", "field"]

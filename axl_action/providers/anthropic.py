@@ -40,9 +40,7 @@ class AnthropicProvider(HttpProvider):
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": [
-                {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
-            ],
+            "messages": [m.to_wire() for m in request.messages if m.role != "system"],
         }
         if system:
             body["system"] = system

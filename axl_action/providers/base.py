@@ -20,6 +20,7 @@ from axl_action.providers.redact import register_secret
 from axl_action.providers.transport import HttpTransport
 from axl_action.providers.types import ChatRequest, ChatResponse, TokenUsage
 from axl_action.providers.wire import DEFAULT_MAX_BODY_BYTES
+from axl_action.schema.numbers import usable_number
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds allowed per HTTP attempt when a request sets no timeout."""
@@ -293,11 +294,7 @@ def with_options(body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
 
 def usable_cost(value: Any) -> float | None:
     """A provider-reported cost if it is a finite number ≥ 0, else ``None``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if value != value or value < 0 or value == float("inf"):
-        return None
-    return float(value)
+    return float(value) if usable_number(value) else None
 
 
 __all__ = [

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -161,19 +162,21 @@ def chat(
         provider_options=dict(provider_options or {}),
         timeout=timeout,
     )
-    table = pricing_for(runtime, pricing)
+    live = functools.partial(
+        _live, provider, provider_name, model_uri, request, runtime, pricing_for(runtime, pricing)
+    )
     cache: ResponseCache | None = getattr(runtime, "cache", None)
     if cache is None:
-        return _live(provider, provider_name, model_uri, request, runtime, table)[0]
+        return live()[0]
     key, keyed = cache.keyed(cache_request(provider, provider_name, model_uri, request))
     if not cache.reads:
-        return _live_stored(cache, key, keyed, provider, provider_name, model_uri, request, runtime, table)
+        return _live_stored(cache, key, keyed, live, model_uri)
     entry = cache.store.get(key)
     if entry is not None:
         return _replayed(entry, model_uri)
     if cache.mode == "replay":
         raise cache.replay_miss(keyed, f"a {model_uri} chat call")
-    return _live_stored(cache, key, keyed, provider, provider_name, model_uri, request, runtime, table)
+    return _live_stored(cache, key, keyed, live, model_uri)
 
 
 def _live(
@@ -207,19 +210,16 @@ def _live_stored(
     cache: ResponseCache,
     key: str,
     keyed: CacheRequest,
-    provider: Provider,
-    provider_name: str,
+    live: Callable[[], tuple[ChatResponse, CertifiedCost | None]],
     model_uri: str,
-    request: ChatRequest,
-    runtime: Any | None,
-    table: PricingTable,
 ) -> ChatResponse:
-    """A live call whose reply is stored when the mode writes and the one rule allows it.
-    With ``on``, threads asking for the same key wait for one call (single flight)."""
+    """A live call (``live``: :func:`_live` of the call) whose reply is stored when the mode
+    writes and the one rule allows it. With ``on``, threads asking for the same key wait for
+    one call (single flight)."""
     from axl_action.cache import NotCacheable, request_record, settle_reply
 
     def compute() -> tuple[ChatResponse, Any]:
-        response, certified = _live(provider, provider_name, model_uri, request, runtime, table)
+        response, certified = live()
         try:
             reply = settle_reply(
                 status=200,
@@ -273,7 +273,7 @@ def cache_request(
         base_url="",
         model=request.model,
         body={
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [m.to_wire() for m in request.messages],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "stop": list(request.stop) if request.stop else None,

@@ -26,6 +26,7 @@ the same budget outcome as ``runtime.chat``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import threading
 import zlib
@@ -228,6 +229,42 @@ def _broke(exc: BaseException) -> str:
     return f"the reply broke off while it was read ({type(exc).__name__})"
 
 
+def _answered(ex: Exchange, reply: Callable[[int, Mapping[str, str], bytes], Any]) -> Any:
+    """The response a call gets without going out, made by ``reply(status, headers, body)``:
+    a cached reply, or the budget's refusal (``None``: the call is dispatched)."""
+    served = ex.cached()
+    if served is not None:
+        return reply(*served)
+    if not ex.dispatch():
+        return reply(DENIED_STATUS, DENIED_HEADERS, _denied_content(ex.call))
+    return None
+
+
+@contextlib.contextmanager
+def _sent(ex: Exchange) -> Iterator[None]:
+    """Around the client's own send: a hooked client it sends through does not measure the
+    call again, and a send that raises (no reply) fails the attempt."""
+    token = _inside.set(True)
+    try:
+        yield
+    except BaseException:
+        ex.failed(0)
+        raise
+    finally:
+        _inside.reset(token)
+
+
+def _succeeded(ex: Exchange, response: Any) -> bool:
+    """Record the reply's status (and the headers a cache entry keeps); a reply outside 2xx
+    fails the attempt, and its body is not read here."""
+    status: int = response.status_code
+    ex.headers_received(status, _kept_headers(response.headers) if ex.keeps_reply else None)
+    if not 200 <= status < 300:
+        ex.failed(status)
+        return False
+    return True
+
+
 # ---- httpx / httpx2
 
 
@@ -281,14 +318,8 @@ def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         answered = _httpx_answered(lib, request, ex)
         if answered is not None:
             return answered
-        token = _inside.set(True)
-        try:
+        with _sent(ex):
             response = original(self, request, *args, **kwargs)
-        except BaseException:
-            ex.failed(0)
-            raise
-        finally:
-            _inside.reset(token)
         return _httpx_reply(ex, response, kwargs.get("stream", False), SyncTap)
 
     send.__wrapped__ = original  # type: ignore[attr-defined]
@@ -324,14 +355,8 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         answered = _httpx_answered(lib, request, ex)
         if answered is not None:
             return answered
-        token = _inside.set(True)
-        try:
+        with _sent(ex):
             response = await original(self, request, *args, **kwargs)
-        except BaseException:
-            ex.failed(0)
-            raise
-        finally:
-            _inside.reset(token)
         return _httpx_reply(ex, response, kwargs.get("stream", False), AsyncTap)
 
     send.__wrapped__ = original  # type: ignore[attr-defined]
@@ -339,23 +364,16 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _httpx_answered(lib: Any, request: Any, ex: Exchange) -> Any:
-    """The response a call gets without going out: a cached reply, or the budget's refusal
-    (``None``: the call is dispatched)."""
-    served = ex.cached()
-    if served is not None:
-        return lib.Response(served[0], headers=served[1], content=served[2], request=request)
-    if not ex.dispatch():
-        return lib.Response(
-            DENIED_STATUS, headers=DENIED_HEADERS, content=_denied_content(ex.call), request=request
-        )
-    return None
+    """:func:`_answered` as an httpx response."""
+
+    def reply(status: int, headers: Mapping[str, str], content: bytes) -> Any:
+        return lib.Response(status, headers=headers, content=content, request=request)
+
+    return _answered(ex, reply)
 
 
 def _httpx_reply(ex: Exchange, response: Any, streamed: bool, tap_class: Any) -> Any:
-    status = response.status_code
-    ex.headers_received(status, _kept_headers(response.headers) if ex.keeps_reply else None)
-    if not 200 <= status < 300:
-        ex.failed(status)
+    if not _succeeded(ex, response):
         return response
     tap = _Tap(ex, response.headers.get("content-type", ""), response.headers.get("content-encoding", ""))
     if not streamed:
@@ -386,25 +404,12 @@ def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[...,
             request = request.copy()
             request.body = ex.request_body
             request.headers["Content-Length"] = str(len(ex.request_body))
-        served = ex.cached()
-        if served is not None:
-            return _requests_reply(requests, *served, url=url, request=request)
-        if not ex.dispatch():
-            return _requests_reply(
-                requests, DENIED_STATUS, DENIED_HEADERS, _denied_content(ex.call), url=url, request=request
-            )
-        token = _inside.set(True)
-        try:
+        answered = _answered(ex, functools.partial(_requests_reply, requests, url=url, request=request))
+        if answered is not None:
+            return answered
+        with _sent(ex):
             response = original(self, request, **kwargs)
-        except BaseException:
-            ex.failed(0)
-            raise
-        finally:
-            _inside.reset(token)
-        status = response.status_code
-        ex.headers_received(status, _kept_headers(response.headers) if ex.keeps_reply else None)
-        if not 200 <= status < 300:
-            ex.failed(status)
+        if not _succeeded(ex, response):
             return response
         # requests decodes content-encoding itself: the tap sees decoded bytes.
         tap = _Tap(ex, response.headers.get("content-type", ""), "")

@@ -84,7 +84,7 @@ def _exchange(request: ChatRequest, text: str, usage: TokenUsage | None) -> Wire
     """A synthetic exchange so request capture shows what the mock was asked and answered."""
     body: dict[str, object] = {
         "model": request.model,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [m.to_wire() for m in request.messages],
     }
     if request.temperature is not None:
         body["temperature"] = request.temperature

@@ -41,7 +41,7 @@ class OpenAIProvider(HttpProvider):
     def wire_body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [m.to_wire() for m in request.messages],
         }
         if request.temperature is not None:
             body["temperature"] = request.temperature

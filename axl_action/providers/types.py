@@ -23,6 +23,10 @@ class ChatMessage:
     content: str
     """The message text."""
 
+    def to_wire(self) -> dict[str, str]:
+        """``{"role", "content"}``: the message as chat APIs and request records carry it."""
+        return {"role": self.role, "content": self.content}
+
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:

@@ -13,6 +13,7 @@ import threading
 from typing import Any, Literal
 
 from axl_action.errors import BudgetError
+from axl_action.schema.numbers import usable_number
 
 ClosedBy = Literal["case", "scorer", "operation"]
 
@@ -48,12 +49,7 @@ class AdmissionController:
     """
 
     def __init__(self, limit: float) -> None:
-        if (
-            isinstance(limit, bool)
-            or not isinstance(limit, int | float)
-            or not math.isfinite(limit)
-            or limit < 0
-        ):
+        if not usable_number(limit):
             raise BudgetError(f"Invalid budget limit {limit!r}: {_BUDGET_HINT}")
         self.limit = float(limit)
         self._spend = 0.0

@@ -22,7 +22,6 @@ import asyncio
 import contextvars
 import inspect
 import itertools
-import math
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, Typ
 
 from axl_action.errors import AxlError
 from axl_action.runtime.admission import AdmissionController
-from axl_action.schema.numbers import round3
+from axl_action.schema.numbers import round3, usable_number
 
 if TYPE_CHECKING:
     from axl_action.providers.types import CallTiming
@@ -100,16 +99,6 @@ def is_abort(error: object) -> bool:
     if not isinstance(error, BaseException):
         return False
     return type(error).__name__ == "AbortError" or getattr(error, "name", None) == "AbortError"
-
-
-def _usable(cost: float | None) -> bool:
-    return (
-        cost is not None
-        and not isinstance(cost, bool)
-        and isinstance(cost, int | float)
-        and math.isfinite(cost)
-        and cost >= 0
-    )
 
 
 class _Ledger:
@@ -193,7 +182,7 @@ class _Ledger:
             return
         for key, value in usage.items():
             wire = _SNAKE_TO_CAMEL.get(key, key)
-            if wire in self.usage and _usable(value):
+            if wire in self.usage and usable_number(value):
                 self.usage[wire] += value
         self.tokens["input"] += _get(usage, "inputTokens", "input_tokens")
         self.tokens["output"] += _get(usage, "outputTokens", "output_tokens")
@@ -216,7 +205,7 @@ class _Ledger:
 
 def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
     value = usage.get(camel, usage.get(snake, 0))
-    return value if _usable(value) else 0
+    return value if usable_number(value) else 0
 
 
 class _ReadOnlyRecord(dict[str, Any]):
@@ -587,8 +576,8 @@ class Operation:
         with _LOCK:
             if self._state != "open":
                 return
-            if cost is None or not _usable(cost):
-                reported = bool(usage) and any(_usable(v) and v > 0 for v in (usage or {}).values())
+            if cost is None or not usable_number(cost):
+                reported = bool(usage) and any(usable_number(v) and v > 0 for v in (usage or {}).values())
                 self._unknown_locked("unpriced_model" if reported else "usage_missing", usage)
                 return
             self._settle_locked(cost, usage, provenance)
@@ -622,7 +611,7 @@ class Operation:
                 if replayed is None:
                     replayed = ledger.replayed = {"calls": 0, "cost": 0, "unpriced": 0}
                 replayed["calls"] += 1
-                if certified is not None and _usable(certified):
+                if certified is not None and usable_number(certified):
                     replayed["cost"] += certified
                 else:
                     replayed["unpriced"] += 1

@@ -15,7 +15,6 @@ from axl_action.schema.accounting import (
     certified_cost,
     empty_accounting,
     read_accounting,
-    usable,
 )
 from axl_action.schema.base import WIRE, WireModel
 from axl_action.schema.fingerprint import (
@@ -49,6 +48,7 @@ from axl_action.schema.numbers import (
     round3,
     sample_std,
 )
+from axl_action.schema.numbers import usable_number as usable
 from axl_action.schema.outcomes import (
     DEFAULT_MAX_ITEM_ERROR_RATE,
     is_budget_stopped,

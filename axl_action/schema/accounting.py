@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from axl_action.schema.base import CompleteWireModel, WireModel
+from axl_action.schema.numbers import usable_number
 
 
 class Artifact(Protocol):
@@ -32,11 +33,6 @@ USAGE_KEYS = (
     "cache_write_tokens",
     "audio_seconds",
 )
-
-
-def usable(x: object) -> bool:
-    """A usable cost is a finite number >= 0 (an explicit 0 is *known free*)."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
 
 
 class Usage(CompleteWireModel):
@@ -175,7 +171,9 @@ def certified_cost(accounting: Accounting) -> float:
     and deltas compare, so a cached run is not "97 % cheaper" than a live one. Equal to
     ``knownCost`` (what was billed) for a run without the cache."""
     replayed = accounting.replayed
-    return accounting.known_cost + (replayed.cost if replayed is not None and usable(replayed.cost) else 0)
+    return accounting.known_cost + (
+        replayed.cost if replayed is not None and usable_number(replayed.cost) else 0
+    )
 
 
 def empty_accounting() -> Accounting:
@@ -206,9 +204,9 @@ def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
         if rec.replayed is not None:
             replayed = replayed or Replayed()
             replayed.calls += rec.replayed.calls
-            replayed.cost += rec.replayed.cost if usable(rec.replayed.cost) else 0
+            replayed.cost += rec.replayed.cost if usable_number(rec.replayed.cost) else 0
             replayed.unpriced += rec.replayed.unpriced
-        if usable(rec.known_cost):
+        if usable_number(rec.known_cost):
             known += rec.known_cost
         for key in USAGE_KEYS:
             v = getattr(rec.usage, key)
@@ -225,7 +223,7 @@ def aggregate_accounting(records: Iterable[Accounting | None]) -> Accounting:
             counters[name] += getattr(rec.operations, name) or 0
         for name in breakdown:
             v = getattr(rec.breakdown, name)
-            if usable(v):
+            if usable_number(v):
                 breakdown[name] += v
         any_unverified |= rec.completeness == "unverified"
         any_incomplete |= rec.completeness == "incomplete"
@@ -253,7 +251,7 @@ def read_accounting(result: Artifact) -> EvalAccounting:
     """
     if result.accounting is not None:
         return result.accounting
-    total = result.total_cost if usable(result.total_cost) else 0.0
+    total = result.total_cost if usable_number(result.total_cost) else 0.0
     rescored = result.metadata.get("rescored") is True
     return EvalAccounting(
         known_cost=total,

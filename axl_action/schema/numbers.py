@@ -8,6 +8,10 @@ Each rule is here once: ``js_round`` (``Math.round``), ``round3``, ``to_fixed``
 (``Number.prototype.toFixed``), ``js_number`` (``String(x)``) and ``format_percent``. They are
 checked against node on a corpus of inexact decimal ties
 (``tests/fixtures/js-numbers/corpus.json``, ``tests/unit/schema/test_js_numbers_corpus.py``).
+
+What counts as a number in data read back (a reply, a cache entry, a results file) is here
+once too: :func:`finite_number`, :func:`usable_number` (a cost, a budget, a usage count) and
+:func:`is_error_rate_limit`.
 """
 
 from __future__ import annotations
@@ -15,11 +19,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeGuard, overload
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+
+def finite_number(x: object) -> TypeGuard[int | float]:
+    """An int or float that is finite; a bool is not a number here."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def usable_number(x: object) -> TypeGuard[int | float]:
+    """A finite number >= 0: a usable cost (an explicit 0 is *known free*), budget or usage count."""
+    return finite_number(x) and x >= 0
+
+
+def is_error_rate_limit(x: object) -> bool:
+    """A finite number (not bool) in [0, 1]."""
+    return finite_number(x) and 0 <= x <= 1
 
 
 def js_round(x: float) -> int:

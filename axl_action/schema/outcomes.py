@@ -6,15 +6,14 @@ scorers) live in :mod:`axl_action.schema.view`, over a run's columns.
 
 from __future__ import annotations
 
-import math
-
+from axl_action.schema.numbers import finite_number
 from axl_action.schema.result import Coverage, RunHeader
 
 DEFAULT_MAX_ITEM_ERROR_RATE = 0.05
 
 
 def _positive(n: object) -> float:
-    if isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) and n > 0:
+    if finite_number(n) and n > 0:
         return float(n)
     return 0.0
 
