@@ -53,6 +53,9 @@ class FakeCommands:
     def stop_commands(self) -> Iterator[None]:
         yield
 
+    def echo(self, message: str) -> None:
+        self.events.append(("echo", message))
+
     def error(self, message: str, *, title: str | None = None) -> None:
         self.events.append(("error", (title, message)))
 
