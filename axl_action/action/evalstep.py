@@ -63,23 +63,17 @@ class EvalRun:
 
 def runner_flags(settings: ActionSettings) -> tuple[str, ...]:
     """The ``axl-eval run`` flags that the inputs ask for."""
-    flags: list[str] = []
-    if settings.runs != 1:
-        flags += ["--runs", str(settings.runs)]
-    if settings.repeats is not None:
-        flags += ["--repeats", str(settings.repeats)]
-    if settings.max_repeats is not None:
-        flags += ["--max-repeats", str(settings.max_repeats)]
-    if settings.budget is not None:
-        flags += ["--budget", settings.budget]
-    if settings.concurrency is not None:
-        flags += ["--concurrency", str(settings.concurrency)]
-    if settings.shard is not None:
-        flags += ["--shard", str(settings.shard)]
-    if settings.pricing is not None:
-        flags += ["--pricing", settings.pricing]
-    if settings.max_item_error_rate is not None:
-        flags += ["--max-item-error-rate", repr(settings.max_item_error_rate)]
+    valued: tuple[tuple[str, object], ...] = (
+        ("--runs", settings.runs if settings.runs != 1 else None),
+        ("--repeats", settings.repeats),
+        ("--max-repeats", settings.max_repeats),
+        ("--budget", settings.budget),
+        ("--concurrency", settings.concurrency),
+        ("--shard", settings.shard),
+        ("--pricing", settings.pricing),
+        ("--max-item-error-rate", settings.max_item_error_rate),  # str(float) is its repr: exact
+    )
+    flags = [part for flag, value in valued if value is not None for part in (flag, str(value))]
     if settings.capture_requests:
         flags.append("--capture-requests")
     if not settings.stream_usage:
