@@ -1,6 +1,7 @@
 """Which job the action does on this run: store a baseline, compare a PR, relay a comment, ...
 
-``mode: auto`` decides from the event, the same way every time:
+``mode: auto`` decides from the event, the same way every time (each mode's function is in
+``action/modes.py``):
 
 ============================================  ==========  ========================================
 event                                         mode        what happens
