@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from axl_action.action.job import describe
 from axl_action.action.ports import CacheService, Commands
-from axl_action.action.resume import describe
 from axl_action.action.settings import ActionSettings
 from axl_action.cache import DirectoryStore
 from axl_action.cache.archive import pack, unpack
@@ -67,7 +67,7 @@ def restore_response_cache(
         return
     done = unpack(DirectoryStore(directory), found.data)
     skipped = f"; {done.skipped} damaged or foreign member(s) skipped" if done.skipped else ""
-    print(f"Response cache: restored {done.restored} entries from {found.key!r}{skipped}.", flush=True)
+    commands.echo(f"Response cache: restored {done.restored} entries from {found.key!r}{skipped}.")
 
 
 def save_response_cache(
@@ -83,9 +83,9 @@ def save_response_cache(
         commands.warning(f"The response cache could not be saved ({describe(err)}).", title="Response cache")
         return
     if entry is None:
-        print(f"Response cache: {key!r} is already saved (a re-run of this attempt).", flush=True)
+        commands.echo(f"Response cache: {key!r} is already saved (a re-run of this attempt).")
         return
-    print(f"Response cache: saved {count} entries ({len(data):,} bytes) as {key!r}.", flush=True)
+    commands.echo(f"Response cache: saved {count} entries ({len(data):,} bytes) as {key!r}.")
 
 
 __all__ = ["VERSION", "prefix_of", "restore_response_cache", "save_response_cache"]

@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The runner passes inputs as INPUT_* variables; the only argument is the image smoke test's.
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
-        print(version_line())
+        WorkflowCommands().echo(version_line())
         return 0
     if argv is None:
         boundary.reexec_without_tokens(args)  # returns only when there is nothing to withhold
@@ -154,7 +154,7 @@ def run(env: Mapping[str, str]) -> int:
         return setup_failed
     # Signals that arrive while the action publishes are noted, not obeyed at once; during the
     # eval run they are passed on to its child (action/evalstep.py).
-    deferred = _DeferredSignals()
+    deferred = _DeferredSignals(commands)
     deferred.install()
     try:
         outcome = run_action(
@@ -180,7 +180,7 @@ def run(env: Mapping[str, str]) -> int:
     finally:
         deferred.restore()
     for problem in outcome.problems:
-        print(f"Not published: {problem}", file=sys.stderr)
+        commands.echo(f"Not published: {problem}", stderr=True)
     # After a hard stop the eval run may have left threads in flight: exit without them.
     return leave(deferred.exit_code or outcome.exit_code)
 
@@ -193,16 +193,16 @@ class _DeferredSignals:
     """SIGINT/SIGTERM while the action publishes: note it and finish (the runner's SIGKILL
     bounds how long), so the journal and the partial results still get stored."""
 
-    def __init__(self) -> None:
+    def __init__(self, commands: WorkflowCommands) -> None:
+        self._commands = commands
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         self.signum = signum
-        print(
+        self._commands.echo(
             f"axl-eval-action: received {signal.Signals(signum).name}; finishing what is being stored first.",
-            file=sys.stderr,
-            flush=True,
+            stderr=True,
         )
 
     def install(self) -> None:

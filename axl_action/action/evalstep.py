@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Literal, TextIO
 
 from axl_action.action.settings import ActionSettings
 from axl_action.errors import ActionInputError, AxlError
+from axl_action.github.workflow_commands import WorkflowCommands
 
 OUTPUT_ENV = "AXL_EVAL_OUTPUT"
 
@@ -63,23 +63,17 @@ class EvalRun:
 
 def runner_flags(settings: ActionSettings) -> tuple[str, ...]:
     """The ``axl-eval run`` flags that the inputs ask for."""
-    flags: list[str] = []
-    if settings.runs != 1:
-        flags += ["--runs", str(settings.runs)]
-    if settings.repeats is not None:
-        flags += ["--repeats", str(settings.repeats)]
-    if settings.max_repeats is not None:
-        flags += ["--max-repeats", str(settings.max_repeats)]
-    if settings.budget is not None:
-        flags += ["--budget", settings.budget]
-    if settings.concurrency is not None:
-        flags += ["--concurrency", str(settings.concurrency)]
-    if settings.shard is not None:
-        flags += ["--shard", str(settings.shard)]
-    if settings.pricing is not None:
-        flags += ["--pricing", settings.pricing]
-    if settings.max_item_error_rate is not None:
-        flags += ["--max-item-error-rate", repr(settings.max_item_error_rate)]
+    valued: tuple[tuple[str, object], ...] = (
+        ("--runs", settings.runs if settings.runs != 1 else None),
+        ("--repeats", settings.repeats),
+        ("--max-repeats", settings.max_repeats),
+        ("--budget", settings.budget),
+        ("--concurrency", settings.concurrency),
+        ("--shard", settings.shard),
+        ("--pricing", settings.pricing),
+        ("--max-item-error-rate", settings.max_item_error_rate),  # str(float) is its repr: exact
+    )
+    flags = [part for flag, value in valued if value is not None for part in (flag, str(value))]
     if settings.capture_requests:
         flags.append("--capture-requests")
     if not settings.stream_usage:
@@ -137,33 +131,30 @@ def run_cli_child(command: str, argv: list[str], request: EvalRequest) -> tuple[
     """
     from axl_action.redaction import redact
 
-    fence = uuid.uuid4().hex
-    print(f"::stop-commands::{fence}", flush=True)
     errors = _ErrorLines(sys.stdout)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "axl_action.cli.main", command, *argv],
-            cwd=request.workdir,
-            env=dict(request.env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as err:
-        print(f"::{fence}::", flush=True)
-        raise AxlError(f"cannot start axl-eval {command}: {err}") from None
-    previous = _forward_signals(proc)
-    try:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            errors.write(redact(raw.decode("utf-8", errors="replace")))
-        errors.flush()
-        code = proc.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        sys.stdout.flush()
-        print(f"::{fence}::", flush=True)
+    with WorkflowCommands(sys.stdout).stop_commands():
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "axl_action.cli.main", command, *argv],
+                cwd=request.workdir,
+                env=dict(request.env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as err:
+            raise AxlError(f"cannot start axl-eval {command}: {err}") from None
+        previous = _forward_signals(proc)
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                errors.write(redact(raw.decode("utf-8", errors="replace")))
+            errors.flush()
+            code = proc.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            sys.stdout.flush()
     return code, errors.lines
 
 

@@ -1,7 +1,8 @@
 """Compare the candidate with the baseline (when there is one) under the action's inputs.
 
-The gates themselves belong to ``axl_action.compare``; this module only maps inputs to
-options and turns "these two results cannot be compared" into a note instead of a crash,
+The gates themselves belong to ``axl_action.compare``; the inputs map to their options by the
+same rule as the CLI's flags (``cli/flags.py``: ``gate_options_of``, ``thresholds_of``). This
+module turns "these two results cannot be compared" into a note instead of a crash,
 because a PR that legitimately changes the dataset or the scorers must still get a report.
 """
 
@@ -11,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from axl_action.action.settings import ActionSettings
+from axl_action.cli.flags import gate_options_of, thresholds_of
 from axl_action.compare.engine import CompareOptions, compare_results
-from axl_action.compare.gates import GateOptions, evaluate_gates
+from axl_action.compare.gates import evaluate_gates
 from axl_action.compare.models import Comparison, GateReport
-from axl_action.compare.thresholds import MeasuredThresholds, Thresholds
 from axl_action.errors import AxlError
 from axl_action.schema import ResultFile
 
@@ -43,12 +44,7 @@ def evaluate(
     """
     if baseline is None:
         return Evaluation()
-    thresholds: Thresholds
-    if settings.threshold == "auto":
-        thresholds = MeasuredThresholds(measured or {})
-    else:
-        thresholds = settings.threshold
-    options = CompareOptions(thresholds=thresholds)
+    options = CompareOptions(thresholds=thresholds_of(settings.threshold, measured))
     try:
         comparison = compare_results(baseline.results, candidate.results, options)
     except AxlError as err:
@@ -59,13 +55,5 @@ def evaluate(
 def gate_report(
     comparison: Comparison, baseline: ResultFile, candidate: ResultFile, settings: ActionSettings
 ) -> GateReport:
-    """The compare package's gates with the limits from the inputs."""
-    options = GateOptions(
-        fail_on_regression=settings.fail_on_regression,
-        max_item_error_rate=settings.max_item_error_rate,
-        max_scorer_error_rate=settings.max_scorer_error_rate,
-        max_cost_increase=settings.max_cost_increase,
-        min_pass_rate=settings.min_pass_rate,
-        **({"pass_score": settings.pass_score} if settings.pass_score is not None else {}),
-    )
-    return evaluate_gates(comparison, baseline.results, candidate.results, options)
+    """The compare package's gates with the limits from the inputs (the CLI's own rule)."""
+    return evaluate_gates(comparison, baseline.results, candidate.results, gate_options_of(settings))

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from axl_action.action.ports import Commands
+
 OutcomeVerdict = Literal["pass", "fail", "error"]
 
 
@@ -63,6 +65,11 @@ class ActionOutputs(BaseModel):
         for name in type(self).model_fields:
             out[name.replace("_", "-")] = _text(getattr(self, name))
         return out
+
+    def publish(self, commands: Commands) -> None:
+        """Write every step output, in action.yml order."""
+        for name, value in self.as_outputs().items():
+            commands.set_output(name, value)
 
 
 def _text(value: object) -> str:

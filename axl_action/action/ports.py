@@ -29,6 +29,10 @@ class Commands(Protocol):
         """While open, the runner ignores ``::`` commands in the log (untrusted output)."""
         ...
 
+    def echo(self, message: str) -> None:
+        """A plain line in the log (no workflow command)."""
+        ...
+
     def error(self, message: str, *, title: str | None = None) -> None:
         """An ``::error`` annotation."""
         ...

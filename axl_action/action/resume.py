@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from axl_action.errors import AxlError
+from axl_action.action.job import Job, Steps, describe
 from axl_action.evals.journal.base import JOURNAL_SUFFIX
 from axl_action.github.api import GitHubApi
 from axl_action.github.artifacts import DEFAULT_MAX_DOWNLOAD_BYTES, download_artifact, list_run_artifacts
@@ -64,6 +64,72 @@ def fetch_journal(github: GitHubApi, repo: str, run_id: int, name: str, dest: Pa
     return artifact.id
 
 
-def describe(err: Exception) -> str:
-    """One line for a failure around the journal artifact."""
-    return str(err) if isinstance(err, AxlError) else f"{type(err).__name__}: {err}"
+def job_journal_name(job: Job) -> str:
+    """This job's journal artifact (its suite and, for a shard leg, its slice)."""
+    shard = job.settings.shard
+    return journal_artifact_name(job.settings.suite, str(shard) if shard is not None else None)
+
+
+def fetch_earlier_journal(job: Job, dest: Path) -> int | None:
+    """On a re-run attempt, the journal of an earlier one (its artifact id), else None."""
+    ctx = job.ctx
+    attempt = int(ctx.run_attempt) if ctx.run_attempt and ctx.run_attempt.isdigit() else 1
+    if attempt <= 1 or not ctx.run_id or not ctx.run_id.isdigit():
+        return None
+    name = job_journal_name(job)
+    with job.commands.group("Resume from the earlier attempt"):
+        if job.github is None:
+            job.commands.warning(
+                f"This is attempt {attempt} of the run, but without a github-token the journal of an "
+                "earlier attempt cannot be fetched: every item runs (and is paid for) again.",
+                title="Not resumed",
+            )
+            return None
+        try:
+            artifact_id = fetch_journal(job.github, ctx.repository, int(ctx.run_id), name, dest)
+        except Exception as err:
+            job.commands.warning(
+                f"Attempt {attempt}: the journal {name!r} of an earlier attempt could not be fetched "
+                f"({describe(err)}); every item runs again.",
+                title="Not resumed",
+            )
+            return None
+        if artifact_id is None:
+            job.commands.echo(
+                f"Attempt {attempt}: no earlier attempt left a journal ({name}): it finished its evals, "
+                "or was killed before it could upload one. Every item runs."
+            )
+            return None
+        job.commands.echo(
+            f"Attempt {attempt}: resuming from the journal of an earlier attempt (artifact {name!r}, id "
+            f"{artifact_id}); the items it settled are neither run nor paid for again."
+        )
+        return artifact_id
+
+
+def keep_journal(job: Job, journal: Path, resumed: int | None, steps: Steps) -> None:
+    """Upload a journal the eval run left behind (it stopped before its results were complete),
+    so a re-run of the job resumes from it; once a resumed run completed, delete the artifact."""
+    name = job_journal_name(job)
+    if journal.is_file():
+        if job.uploader is None:
+            job.commands.warning(
+                f"The eval run left a journal ({journal}) but the artifact service is not available, so a "
+                "re-run of this job cannot resume from it.",
+                title="Journal not stored",
+            )
+            return
+        uploader = job.uploader
+
+        def upload() -> None:
+            uploaded = uploader.upload(name, {JOURNAL_FILE: journal.read_bytes()}, overwrite=True)
+            job.commands.echo(
+                f"The eval run stopped before its results were complete: stored its journal as artifact "
+                f"{name!r} (id {uploaded.id}). Re-running this job resumes from it."
+            )
+
+        steps.guard("journal artifact", upload)
+    elif resumed is not None and job.uploader is not None:
+        deleter = getattr(job.uploader, "delete", None)
+        if callable(deleter):
+            steps.guard("journal cleanup", lambda: deleter(name))

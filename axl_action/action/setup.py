@@ -41,7 +41,7 @@ def run_setup(
             code = subprocess.run([shell, "-c", command], cwd=workdir, env=dict(env), check=False).returncode
         except OSError as err:
             code = 127
-            print(f"cannot start {shell}: {err}", file=sys.stderr)
+            commands.echo(f"cannot start {shell}: {err}", stderr=True)
     if code == 0:
         return None
     commands.error(

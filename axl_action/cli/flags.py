@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from axl_action import values
 from axl_action.errors import UsageError
@@ -18,6 +18,7 @@ from axl_action.values import AUTO
 if TYPE_CHECKING:
     from axl_action.compare.engine import CompareOptions
     from axl_action.compare.gates import GateOptions
+    from axl_action.compare.thresholds import Thresholds
 
 
 #: The value flags that decide the gates, shared by ``compare`` and ``report``.
@@ -154,25 +155,53 @@ class GateFlags:
         """The compare engine's options these flags ask for; ``measured``: the thresholds
         ``--threshold auto`` measured from the history."""
         from axl_action.compare.engine import CompareOptions
-        from axl_action.compare.thresholds import MeasuredThresholds
 
-        chosen = self.thresholds
-        if chosen == AUTO:
-            return CompareOptions(thresholds=MeasuredThresholds(measured or {}), seed=self.seed, holm=holm)
-        return CompareOptions(thresholds=chosen, seed=self.seed, holm=holm)
+        return CompareOptions(thresholds=thresholds_of(self.thresholds, measured), seed=self.seed, holm=holm)
 
     def gate_options(self) -> GateOptions:
         """The gates' options these flags ask for."""
-        from axl_action.compare.gates import GateOptions
+        return gate_options_of(self)
 
-        return GateOptions(
-            fail_on_regression=self.fail_on_regression,
-            max_scorer_error_rate=self.max_scorer_error_rate,
-            max_item_error_rate=self.max_item_error_rate,
-            max_cost_increase=self.max_cost_increase,
-            min_pass_rate=self.min_pass_rate,
-            **({"pass_score": self.pass_score} if self.pass_score is not None else {}),
-        )
+
+class GateLimits(Protocol):
+    """The gate limits a command line or the action's inputs give (``GateFlags``, ``ActionSettings``)."""
+
+    @property
+    def fail_on_regression(self) -> bool: ...
+    @property
+    def max_scorer_error_rate(self) -> float | None: ...
+    @property
+    def max_item_error_rate(self) -> float | None: ...
+    @property
+    def max_cost_increase(self) -> float | None: ...
+    @property
+    def min_pass_rate(self) -> float | Mapping[str, float] | None: ...
+    @property
+    def pass_score(self) -> float | None: ...
+
+
+def gate_options_of(limits: GateLimits) -> GateOptions:
+    """The gates' options ``limits`` ask for (no ``pass_score``: the gates' default)."""
+    from axl_action.compare.gates import GateOptions
+
+    return GateOptions(
+        fail_on_regression=limits.fail_on_regression,
+        max_scorer_error_rate=limits.max_scorer_error_rate,
+        max_item_error_rate=limits.max_item_error_rate,
+        max_cost_increase=limits.max_cost_increase,
+        min_pass_rate=limits.min_pass_rate,
+        **({"pass_score": limits.pass_score} if limits.pass_score is not None else {}),
+    )
+
+
+def thresholds_of(
+    chosen: float | Mapping[str, float] | Literal["auto"] | None, measured: Mapping[str, float] | None
+) -> Thresholds:
+    """The compare engine's thresholds: under ``auto`` the ones ``measured`` from the history (a
+    scorer it leaves out keeps its default), else ``chosen`` as given."""
+    from axl_action.compare.thresholds import MeasuredThresholds
+
+    return MeasuredThresholds(measured or {}) if chosen == AUTO else chosen
 
 
 def gate_flags(scanned: Scanned) -> GateFlags:

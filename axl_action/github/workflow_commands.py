@@ -89,11 +89,14 @@ class WorkflowCommands:
         self,
         stream: TextIO | None = None,
         *,
+        error_stream: TextIO | None = None,
         output_path: Path | None = None,
         summary_path: Path | None = None,
         summary_limit: int = MAX_SUMMARY_BYTES,
     ) -> None:
         self.stream = stream if stream is not None else sys.stdout
+        self.error_stream = error_stream if error_stream is not None else sys.stderr
+        """Where :meth:`echo` writes its ``stderr=True`` lines."""
         self.summary_limit = summary_limit
         """Byte cap for the step summary; older self-hosted runners enforce 128 KiB."""
         self.output_path = output_path
@@ -201,6 +204,13 @@ class WorkflowCommands:
             yield
         finally:
             self._emit(f"::{token}::")
+
+    def echo(self, message: str, *, stderr: bool = False) -> None:
+        """A plain log line (no workflow command), redacted like every line this writes;
+        ``stderr``: on the error stream, which the runner shows in the same step log."""
+        stream = self.error_stream if stderr else self.stream
+        stream.write(redact(message) + "\n")
+        stream.flush()
 
     def debug(self, message: str) -> None:
         """A debug line, shown when step debug logging is on."""

@@ -172,12 +172,12 @@ def test_a_first_baseline_stores_a_history_of_its_own_row(tmp_path: Path) -> Non
 def test_a_history_that_cannot_be_built_never_costs_the_baseline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import axl_action.action.orchestrator as orchestrator
+    import axl_action.action.publishing as publishing
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(orchestrator, "extend_history", broken)
+    monkeypatch.setattr(publishing, "extend_history", broken)
     outcome, up, cmds = _baseline_run(tmp_path)
     assert outcome.exit_code == 0
     assert sorted(up.uploads["axl-eval-baseline"]) == ["results.json", "scope.json"]

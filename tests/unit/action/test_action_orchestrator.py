@@ -53,6 +53,9 @@ class FakeCommands:
     def stop_commands(self) -> Iterator[None]:
         yield
 
+    def echo(self, message: str) -> None:
+        self.events.append(("echo", message))
+
     def error(self, message: str, *, title: str | None = None) -> None:
         self.events.append(("error", (title, message)))
 
@@ -471,3 +474,19 @@ def test_path_outputs_come_from_the_output_files(tmp_path: Path) -> None:
     assert outputs["report-path"] == ".axl-eval/nightly/report.html"
     assert (workspace / outputs["results-path"]).read_bytes() == BASE.read_bytes()
     assert "<html" in (workspace / outputs["report-path"]).read_text().lower()
+
+
+def test_log_lines_go_through_the_commands_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outcome, cmds = _run(
+        tmp_path,
+        read_settings({"INPUT_EVALS": "e/"}),
+        _ctx("push", "refs/heads/main"),
+        _evals_from(BASE),
+        uploader=FakeUploader(),
+    )
+    assert outcome.exit_code == 0
+    assert cmds.of("echo") == [
+        "axl-eval-action: mode baseline: a push to main stores a new baseline.",
+        "Stored the baseline as artifact 'axl-eval-baseline' (id 2) with a history of 1 baseline runs.",
+    ]
+    assert capsys.readouterr().out == "", "nothing reaches stdout past the port"

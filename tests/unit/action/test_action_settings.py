@@ -183,3 +183,27 @@ def test_report_text_limit() -> None:
     assert read_settings(_env(evals="e/")).report_text_limit == 20_000
     assert read_settings(_env(evals="e/", report_text_limit="500")).report_text_limit == 500
     assert read_settings(_env(evals="e/", report_text_limit="0")).report_text_limit == 0
+
+
+def test_every_runner_flag_in_its_order_and_only_when_set() -> None:
+    from axl_action.action.evalstep import runner_flags
+
+    every = _env(
+        evals="evals/",
+        runs="3",
+        repeats="auto",
+        max_repeats="4",
+        budget="$1",
+        concurrency="2",
+        shard="2/4",
+        pricing="p.json",
+        max_item_error_rate="0.30000000000000004",
+        capture_requests="true",
+        stream_usage="false",
+    )
+    assert runner_flags(read_settings(every)) == (
+        *("--runs", "3", "--repeats", "auto", "--max-repeats", "4", "--budget", "$1"),
+        *("--concurrency", "2", "--shard", "2/4", "--pricing", "p.json"),
+        *("--max-item-error-rate", "0.30000000000000004", "--capture-requests", "--no-stream-usage"),
+    )
+    assert runner_flags(read_settings(_env(evals="evals/", runs="1"))) == ()

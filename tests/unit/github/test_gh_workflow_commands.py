@@ -163,6 +163,15 @@ def test_stop_commands_uses_a_random_token() -> None:
     assert len(token) == 32 and last == f"::{token}::"
 
 
+def test_echo_writes_a_plain_line_to_either_stream_redacted() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    wc = WorkflowCommands(out, error_stream=err)
+    wc.echo("Baseline: run 7 at abc1234 (100% sure, ::not a command).")
+    wc.echo("key sk-abcdefghijklmnop leaked", stderr=True)
+    assert out.getvalue() == "Baseline: run 7 at abc1234 (100% sure, ::not a command).\n"
+    assert err.getvalue() == "key [REDACTED] leaked\n"
+
+
 def test_annotation_escaping_round_trips() -> None:
     buf = io.StringIO()
     wc = WorkflowCommands(buf)
