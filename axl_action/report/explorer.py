@@ -34,7 +34,7 @@ import numpy.typing as npt
 import orjson
 
 from axl_action.formatting import spend_shown, usd
-from axl_action.report.escape import cut_text, dumps_finite, json_for_script, to_text, truncate
+from axl_action.report.escape import cut_text, dumps_finite_bytes, json_for_script, to_text, truncate
 from axl_action.schema import EvalItem, EvalResult, ItemRepeat, item_key
 from axl_action.schema.view import DEFAULT_PASS_SCORE, item_columns, pass_counts
 
@@ -199,11 +199,27 @@ def _item_cost(item: EvalItem | None) -> float | None:
     return total if item.cost is not None or item.scorer_cost is not None else None
 
 
-def _item_cost_text(item: EvalItem | None) -> str:
-    """The Cost cell: ``$0.00128``, ``unpriced``, ``unknown`` or ``≥ $0.002`` (one money printer)."""
-    if item is None:
-        return "—"
-    return spend_shown(_item_cost(item), item.accounting)
+class _Money:
+    """``usd`` of each distinct amount once: a suite's items share a handful of costs, and
+    formatting one is most of an item's share of the render."""
+
+    def __init__(self) -> None:
+        self.texts: dict[float | None, str] = {}
+
+    def usd(self, amount: float | None) -> str:
+        text = self.texts.get(amount)
+        if text is None:
+            text = self.texts[amount] = usd(amount)
+        return text
+
+    def spend(self, total: float | None, item: EvalItem) -> str:
+        """:func:`spend_shown` of ``total`` with the item's accounting."""
+        return spend_shown(total, item.accounting, self.usd(total))
+
+    def cost_cell(self, item: EvalItem | None, cost: float | None) -> str:
+        """The Cost cell of ``item`` (its known spend ``cost``): ``$0.00128``, ``unpriced``,
+        ``unknown`` or ``≥ $0.002`` (one money printer)."""
+        return "—" if item is None else self.spend(cost, item)
 
 
 def _models_of(item: EvalItem) -> list[str]:
@@ -224,9 +240,9 @@ def _unknown_spend(item: EvalItem, unpriced: Collection[str]) -> str | None:
     return text + (f" (no price for {', '.join(missing)})" if missing else "")
 
 
-def _deflate(text: str) -> str:
+def _deflate(data: bytes) -> str:
     packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
-    packed = packer.compress(text.encode("utf-8")) + packer.flush()
+    packed = packer.compress(data) + packer.flush()
     return base64.b64encode(packed).decode("ascii")
 
 
@@ -253,7 +269,7 @@ class _DetailSink:
     def _flush(self) -> None:
         if not self.buffer:
             return
-        text = dumps_finite(self.buffer)
+        text = dumps_finite_bytes(self.buffer)
         self.buffer = []
         self.size += len(text)
         if self.pool is None and self.size > PARALLEL_ABOVE:
@@ -272,7 +288,7 @@ class _DetailSink:
 
 def pack_json(data: Any) -> str:
     """``data`` as base64 of raw-deflated compact JSON (NaN and infinities as null)."""
-    return _deflate(dumps_finite(data))
+    return _deflate(dumps_finite_bytes(data))
 
 
 def build_explorer(
@@ -317,6 +333,7 @@ def build_explorer(
     cost_texts: list[str] = []
     flaky_col: list[list[int] | int] = []
     sink = _DetailSink(chunk_items)
+    money = _Money()
     b_items = baseline.items if baseline is not None else []
     cap = text_limit
     for i, item in enumerate(candidate.items):
@@ -365,14 +382,15 @@ def build_explorer(
         outcomes.append(item.bucket)
         b_outcomes.append(b.bucket if b is not None else None)
         flag_col.append(flags)
-        costs.append(_item_cost(item))
+        cost = _item_cost(item)
+        costs.append(cost)
         latencies.append(item.duration)
         for k in range(n_scorers):
             name = scorers[k]
             b_scores[k].append(b.scores.get(name) if b is not None else None)
             c_scores[k].append(item.scores.get(name))
         regressed_col.append(regressed_ids or 0)
-        cost_texts.append(_item_cost_text(item))
+        cost_texts.append(money.cost_cell(item, cost))
         flaky_col.append(flaky_ids or 0)
         # Structured values stay JSON values; the page pretty-prints them on demand, which
         # is far cheaper than Python's indenting encoder for 100,000 items.
@@ -381,8 +399,8 @@ def build_explorer(
             "in": _raw(item.input, cap),
             "co": _raw(item.output, cap),
             "sc": by_scorer,
-            "gc": spend_shown(item.cost, item.accounting) if item.cost is not None else "—",
-            "jc": usd(item.scorer_cost),
+            "gc": money.spend(item.cost, item) if item.cost is not None else "—",
+            "jc": money.usd(item.scorer_cost),
         }
         if item.has("annotations"):
             detail["an"] = _raw(item.annotations, cap)
@@ -391,7 +409,7 @@ def build_explorer(
                 detail["bs"] = 1  # baseline output identical: not stored twice
             else:
                 detail["bo"] = _raw(b.output, cap)
-            detail["bc"] = _item_cost_text(b)
+            detail["bc"] = money.cost_cell(b, _item_cost(b))
             detail["bl"] = b.duration
         err = _failure_text(item)
         if errors:
