@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-import zlib
 from html.parser import HTMLParser
 
 from report_cases import XSS, Case
 from report_synth import synthetic_pair
-from report_unpack import BASE64, BASE64_CHUNKS, explorer_data, unpack_payload
+from report_unpack import PACKED_CHUNKS, PACKED_TEXT, explorer_data, unpack_bytes, unpack_payload
 
 from axl_action.report import build_explorer, build_report_context, render_report_html
 from axl_action.report.escape import json_for_script
@@ -92,10 +90,10 @@ def test_json_payload_cannot_break_out(xss_case: Case) -> None:
     for _, body in data_scripts:
         assert "<" not in body and "\u2028" not in body
         json.loads(body)
-    # The packed elements hold base64 (and "." between chunks) and nothing else.
+    # The packed elements hold base85 digits (and "." between chunks) and nothing else.
     packed = {a.get("id"): body for a, body in doc.scripts if a.get("type") == "application/octet-stream"}
     assert set(packed) == {"axl-cols", "axl-details"}
-    assert BASE64.fullmatch(packed["axl-cols"]) and BASE64_CHUNKS.fullmatch(packed["axl-details"])
+    assert PACKED_TEXT.fullmatch(packed["axl-cols"]) and PACKED_CHUNKS.fullmatch(packed["axl-details"])
     # Every payload string is still there once unpacked, byte for byte.
     meta, rows, details = explorer_data(html)
     assert details[0]["in"]["question"] == XSS
@@ -127,7 +125,7 @@ def test_explorer_rows_and_flags() -> None:
     assert rows[9][4] & FLAG_FAILED and rows[24][4] & FLAG_BUDGET
     changed = [r for r in rows if r[4] & FLAG_CHANGED]
     assert changed and all(isinstance(r[1], str) and len(r[1]) <= 140 for r in rows)
-    assert payload.details_encoding == "deflate-raw+base64"
+    assert payload.details_encoding == "deflate-raw+base85"
 
 
 def test_details_are_packed_in_chunks_and_round_trip() -> None:
@@ -135,7 +133,7 @@ def test_details_are_packed_in_chunks_and_round_trip() -> None:
     payload = build_explorer(cand, base, ["exact", "judge", "tone", "length"])
     chunks = payload.details_text.split(".")
     assert len(chunks) == 3 and payload.chunk_items == CHUNK_ITEMS
-    raws = [zlib.decompress(base64.b64decode(c), -15).decode("utf-8") for c in chunks]
+    raws = [unpack_bytes(c).decode("utf-8") for c in chunks]
     assert [len(json.loads(r)) for r in raws] == [CHUNK_ITEMS, CHUNK_ITEMS, 17]
     _, rows, details = unpack_payload(payload)
     assert len(details) == len(rows) == 2 * CHUNK_ITEMS + 17
