@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 from html.parser import HTMLParser
 
@@ -12,7 +13,16 @@ from report_unpack import PACKED_CHUNKS, PACKED_TEXT, explorer_data, unpack_byte
 
 from axl_action.report import build_explorer, build_report_context, render_report_html
 from axl_action.report.escape import json_for_script
-from axl_action.report.explorer import CHUNK_ITEMS, FLAG_BUDGET, FLAG_CHANGED, FLAG_FAILED, FLAG_REGRESSED
+from axl_action.report.explorer import (
+    B85_DIGITS,
+    CHUNK_ITEMS,
+    FLAG_BUDGET,
+    FLAG_CHANGED,
+    FLAG_FAILED,
+    FLAG_REGRESSED,
+    b85,
+    pack_bytes,
+)
 from axl_action.report.html import script_hash
 
 
@@ -174,3 +184,18 @@ def test_text_limit_cuts_every_stored_text_with_a_visible_mark() -> None:
     assert details[1]["in"] == cand.items[1].input  # short: unchanged
     whole = unpack_payload(build_explorer(cand, base, ["exact", "judge"], text_limit=0))[2]
     assert whole[0]["co"] == "y" * 1_234 and whole[0]["in"] == cand.items[0].input
+
+
+def test_b85_round_trips_every_tail_length_and_never_writes_lt_or_dot() -> None:
+    assert len(B85_DIGITS) == 85 == len(set(B85_DIGITS))
+    assert not set(B85_DIGITS) & set("<>&\"'`\\-.")
+    rng = random.Random(4)
+    for n in [*range(0, 13), 1000, 4097]:
+        data = bytes(rng.randrange(256) for _ in range(n))
+        text = b85(data)
+        assert len(text) == n // 4 * 5 + (n % 4 + 1 if n % 4 else 0)
+        assert PACKED_TEXT.fullmatch(text)
+        assert unpack_bytes(pack_bytes(data)) == data
+    # The extremes of a group: all zero and all 0xFF bytes.
+    assert b85(b"\0\0\0\0") == B85_DIGITS[0] * 5
+    assert unpack_bytes(pack_bytes(b"\xff" * 7)) == b"\xff" * 7
