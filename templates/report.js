@@ -107,6 +107,8 @@
       var list = JSON.parse(text);
       for (var j = 0; j < list.length; j++) {
         var d = list[j];
+        // it: the input is the item's title (1), or the title's JSON (2), stored once.
+        if (d.it === 1) { d.in = C.title[c * CHUNK + j]; } else if (d.it === 2) { d.in = JSON.parse(C.title[c * CHUNK + j]); }
         d.in = asText(d.in);
         d.co = asText(d.co);
         d.an = d.an === undefined ? "" : asText(d.an);

@@ -175,9 +175,27 @@ def _repeats_detail(repeats: Sequence[ItemRepeat], scorers: list[str], limit: in
     }
 
 
-def _title(value: Any) -> str:
+#: A detail's ``it``: its input is the item's title (a string), or the title's JSON.
+INPUT_IS_TITLE = 1
+INPUT_IS_TITLE_JSON = 2
+
+
+def _title_and_input(value: Any, limit: int) -> tuple[str, dict[str, Any]]:
+    """The item's title (its input on one line, cut to ``TITLE_CHARS``) and its detail's input
+    field: ``{"in": value}`` (cut to ``limit``), or, when the title already is the whole input,
+    ``{"it": INPUT_IS_TITLE}`` / ``{"it": INPUT_IS_TITLE_JSON}`` so it is stored once."""
     text = value if isinstance(value, str) else to_text(value)
-    return truncate(" ".join(text[: TITLE_CHARS * 4].split()), TITLE_CHARS)
+    title = truncate(" ".join(text[: TITLE_CHARS * 4].split()), TITLE_CHARS)
+    if title == text and value is not None:
+        if isinstance(value, str):
+            return title, {"it": INPUT_IS_TITLE}
+        try:
+            same = orjson.loads(text) == value  # NaN (not JSON) and default=str values differ
+        except orjson.JSONDecodeError:
+            same = False
+        if same:
+            return title, {"it": INPUT_IS_TITLE_JSON}
+    return title, {"in": _raw(value, limit)}
 
 
 def reasoning_of(metadata: dict[str, Any] | None) -> str:
@@ -394,7 +412,8 @@ def build_explorer(
             if cd is not None and cd.outcome == "failed" and k < len(errors):
                 entry["ce"] = truncate(errors[k], 2000)
             by_scorer.append(entry or None)
-        titles.append(_title(item.input))
+        title, input_field = _title_and_input(item.input, cap)
+        titles.append(title)
         outcomes.append(item.bucket)
         b_outcomes.append(b.bucket if b is not None else None)
         flag_col.append(flags)
@@ -412,7 +431,7 @@ def build_explorer(
         # is far cheaper than Python's indenting encoder for 100,000 items.
         detail: dict[str, Any] = {
             "key": item_key(item.input),
-            "in": _raw(item.input, cap),
+            **input_field,
             "co": _raw(item.output, cap),
             "sc": by_scorer,
             "gc": money.spend(item.cost, item) if item.cost is not None else "—",

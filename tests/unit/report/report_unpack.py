@@ -15,7 +15,7 @@ import zlib
 from html.parser import HTMLParser
 from typing import Any
 
-from axl_action.report.explorer import B85_DIGITS
+from axl_action.report.explorer import B85_DIGITS, INPUT_IS_TITLE
 
 #: What the packed elements may hold: base85 digits, and ``.`` between detail chunks.
 PACKED_TEXT = re.compile(f"[{re.escape(B85_DIGITS)}]*")
@@ -161,6 +161,10 @@ def _unpack(
     assert all(len(c) == chunk for c in parts[:-1])
     details = [d for part in parts for d in part]
     assert len(details) == n
+    for row, d in zip(rows, details, strict=True):
+        # The input stored once, as the title (see explorer.INPUT_IS_TITLE).
+        if "it" in d:
+            d["in"] = row[1] if d.pop("it") == INPUT_IS_TITLE else json.loads(row[1])
     return rows, details
 
 

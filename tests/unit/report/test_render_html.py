@@ -6,6 +6,7 @@ import json
 import random
 import re
 from html.parser import HTMLParser
+from typing import Any
 
 from report_cases import XSS, Case
 from report_synth import synthetic_pair
@@ -20,6 +21,8 @@ from axl_action.report.explorer import (
     FLAG_CHANGED,
     FLAG_FAILED,
     FLAG_REGRESSED,
+    INPUT_IS_TITLE,
+    INPUT_IS_TITLE_JSON,
     b85,
     pack_bytes,
 )
@@ -199,3 +202,25 @@ def test_b85_round_trips_every_tail_length_and_never_writes_lt_or_dot() -> None:
     # The extremes of a group: all zero and all 0xFF bytes.
     assert b85(b"\0\0\0\0") == B85_DIGITS[0] * 5
     assert unpack_bytes(pack_bytes(b"\xff" * 7)) == b"\xff" * 7
+
+
+def test_an_input_that_is_its_title_is_stored_once() -> None:
+    base, cand = synthetic_pair(6, seed=2)
+    inputs: list[Any] = [
+        "short question",  # the title itself
+        {"id": "q1", "n": 2.5, "tags": ["a", "b"]},  # the title's JSON
+        "two  spaces",  # the title collapses whitespace: stored
+        "x" * 150,  # the title is cut: stored
+        {"id": "q4", "v": float("nan")},  # NaN is not JSON: stored
+        None,
+    ]
+    for item, value in zip(cand.items, inputs, strict=True):
+        item.input = value
+    payload = build_explorer(cand, base, ["exact"])
+    raw = json.loads(unpack_bytes(payload.details_text.split(".")[0]))
+    assert [d.get("it") for d in raw] == [INPUT_IS_TITLE, INPUT_IS_TITLE_JSON, None, None, None, None]
+    assert "in" not in raw[0] and "in" not in raw[1]
+    _, rows, details = unpack_payload(payload)
+    assert [d["in"] for d in details[:4]] == inputs[:4]
+    assert details[4]["in"]["id"] == "q4" and details[5]["in"] is None
+    assert rows[0][1] == "short question" and rows[3][1].endswith("…")
