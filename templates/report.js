@@ -10,7 +10,7 @@
 
   // Item data (see axl_action/report/explorer.py and docs/reports.md, "Packed item data"):
   // axl-rows is small plain JSON; axl-cols (the table's columns) and axl-details (item text,
-  // in chunks) are base64 of raw deflate, unpacked with the browser's DecompressionStream.
+  // in chunks) are base85 of raw deflate, unpacked with the browser's DecompressionStream.
   var meta = JSON.parse(rowsNode.textContent);
   var scorers = meta.scorers;
   var hasBase = meta.hasBaseline;
@@ -43,13 +43,33 @@
 
   // ---- unpacking ---------------------------------------------------------------
   var canInflate = typeof DecompressionStream !== "undefined";
-  function inflate(b64) {
-    var bin = atob(b64);
-    var bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-    return new Response(stream).text();
+  // base85 (axl_action/report/explorer.py, b85): 5 digits per 4 bytes, most significant first;
+  // a last group of k + 1 digits holds k bytes (padded with the highest digit).
+  var B85 = "!#$%()*+,/0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~";
+  var B85_VALUE = new Uint8Array(128);
+  for (var d85 = 0; d85 < 85; d85++) { B85_VALUE[B85.charCodeAt(d85)] = d85; }
+  function fromB85(text) {
+    var n = text.length, full = n - n % 5, rest = n % 5;
+    var bytes = new Uint8Array(full / 5 * 4 + (rest ? rest - 1 : 0));
+    var o = 0, v = 0, i, j;
+    for (i = 0; i < full; i += 5) {
+      v = (((B85_VALUE[text.charCodeAt(i)] * 85 + B85_VALUE[text.charCodeAt(i + 1)]) * 85 +
+        B85_VALUE[text.charCodeAt(i + 2)]) * 85 + B85_VALUE[text.charCodeAt(i + 3)]) * 85 +
+        B85_VALUE[text.charCodeAt(i + 4)];
+      bytes[o] = v / 16777216; bytes[o + 1] = v >>> 16; bytes[o + 2] = v >>> 8; bytes[o + 3] = v;
+      o += 4;
+    }
+    if (rest) {
+      v = 0;
+      for (j = 0; j < 5; j++) { v = v * 85 + (j < rest ? B85_VALUE[text.charCodeAt(full + j)] : 84); }
+      for (j = 0; j < rest - 1; j++) { bytes[o + j] = Math.floor(v / Math.pow(256, 3 - j)); }
+    }
+    return bytes;
   }
+  function inflateStream(packed) {
+    return new Blob([fromB85(packed)]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+  }
+  function inflate(packed) { return new Response(inflateStream(packed)).text(); }
 
   // Detail chunks: CHUNK items each, inflated when an item in it is opened or searched; the
   // most recently used MAX_CHUNKS stay unpacked.
@@ -87,6 +107,8 @@
       var list = JSON.parse(text);
       for (var j = 0; j < list.length; j++) {
         var d = list[j];
+        // it: the input is the item's title (1), or the title's JSON (2), stored once.
+        if (d.it === 1) { d.in = C.title[c * CHUNK + j]; } else if (d.it === 2) { d.in = JSON.parse(C.title[c * CHUNK + j]); }
         d.in = asText(d.in);
         d.co = asText(d.co);
         d.an = d.an === undefined ? "" : asText(d.an);
@@ -615,11 +637,7 @@
   function loadStrips() {
     var node = byId("axl-history");
     if (!hist || !node || typeof DecompressionStream === "undefined") { return Promise.resolve(null); }
-    var bin = atob(node.textContent.trim());
-    var bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-    return new Response(stream).arrayBuffer().then(function (buf) { return new DataView(buf); });
+    return new Response(inflateStream(node.textContent.trim())).arrayBuffer().then(function (buf) { return new DataView(buf); });
   }
 
   // An item's score in each recent baseline run, then this run's, as small bars (0 to 1).

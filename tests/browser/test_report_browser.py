@@ -186,7 +186,7 @@ def test_large_compressed_report_loads(open_report: Any) -> None:
     cmp = compare_results(base, cand, CompareOptions(seed=1))
     ctx = build_report_context(cand, base, cmp)
     html = render_report_html(ctx, cand, base, cmp)
-    assert 'data-encoding="deflate-raw+base64"' in html
+    assert 'data-encoding="deflate-raw+base85"' in html
     w = open_report(html)
     page = w.open()
     assert _visible_count(page) == 1500

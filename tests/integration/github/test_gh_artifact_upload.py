@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import random
+import zipfile
+import zlib
+from datetime import UTC, datetime
 from typing import Any
 from xml.etree import ElementTree
 
@@ -247,3 +251,24 @@ def test_single_file_upload_refused_by_a_legacy_backend(fake_github: FakeGitHub)
     _, token, sleeps = _setup(fake_github)
     with pytest.raises(ArtifactError, match="malformed"):
         _uploader(fake_github, token, sleeps).upload_file("report.html", b"<html>")
+
+
+@pytest.mark.parametrize("strategy", [zlib.Z_DEFAULT_STRATEGY, zlib.Z_HUFFMAN_ONLY])
+def test_zip_files_is_a_zip_every_reader_opens(strategy: int) -> None:
+    files = {"report.html": b"<html>" * 5000, "dir/b.json": b"{}", "\u00e9t\u00e9.txt": b""}
+    when = datetime(2026, 12, 7, 10, 11, 31, tzinfo=UTC)
+    data = zip_files(files, strategy=strategy, when=when)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert zf.testzip() is None
+        infos = zf.infolist()
+        assert [i.filename for i in infos] == sorted(files)
+        assert all(i.date_time == (2026, 12, 7, 10, 11, 30) and i.external_attr >> 16 == 0o644 for i in infos)
+        assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in infos)
+        assert {i.filename: zf.read(i) for i in infos} == files
+    assert extract_zip(data) == files
+    # Huffman-only finds no repeats: the repetitive page stays far larger than level 6 makes it.
+    sizes = {
+        s: len(zip_files(files, strategy=s, when=when))
+        for s in (zlib.Z_DEFAULT_STRATEGY, zlib.Z_HUFFMAN_ONLY)
+    }
+    assert sizes[zlib.Z_DEFAULT_STRATEGY] < 500 < sizes[zlib.Z_HUFFMAN_ONLY] < 30_000

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shutil
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -81,6 +82,7 @@ class FakeCommands:
 @dataclass
 class FakeUploader:
     uploads: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    strategies: dict[str, int] = field(default_factory=dict)
     fail: bool = False
 
     def upload(
@@ -90,10 +92,12 @@ class FakeUploader:
         *,
         retention_days: int | None = None,
         overwrite: bool = False,
+        strategy: int = zlib.Z_DEFAULT_STRATEGY,
     ) -> UploadedArtifact:
         if self.fail:
             raise ArtifactError("the artifact service answered 503")
         self.uploads[name] = dict(files)
+        self.strategies[name] = strategy
         return UploadedArtifact(id=len(self.uploads), name=name, size=1, digest="sha256:0")
 
 
@@ -172,6 +176,9 @@ def test_push_to_default_branch_stores_the_baseline(tmp_path: Path) -> None:
     assert up.uploads["axl-eval-baseline"]["results.json"] == BASE.read_bytes()
     assert "axl-eval-report" in up.uploads
     assert b"<html" in up.uploads["axl-eval-report"]["report.html"].lower()
+    # Packed already: zipped Huffman-only; everything else as upload-artifact zips.
+    assert up.strategies["axl-eval-report"] == zlib.Z_HUFFMAN_ONLY
+    assert {s for n, s in up.strategies.items() if n != "axl-eval-report"} <= {zlib.Z_DEFAULT_STRATEGY}
     outputs = cmds.of("outputs")[0]
     assert outputs["verdict"] == "pass" and outputs["mode"] == "baseline"
     assert outputs["results-path"].endswith("results.json") and outputs["report-path"].endswith("report.html")

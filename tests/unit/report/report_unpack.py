@@ -15,9 +15,15 @@ import zlib
 from html.parser import HTMLParser
 from typing import Any
 
-#: What the packed elements may hold: base64, and ``.`` between detail chunks.
-BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-BASE64_CHUNKS = re.compile(r"[A-Za-z0-9+/=]*(?:\.[A-Za-z0-9+/=]+)*")
+from axl_action.report.explorer import B85_DIGITS, INPUT_IS_TITLE
+
+#: What the packed elements may hold: base85 digits, and ``.`` between detail chunks.
+PACKED_TEXT = re.compile(f"[{re.escape(B85_DIGITS)}]*")
+PACKED_CHUNKS = re.compile(f"[{re.escape(B85_DIGITS)}]*(?:\\.[{re.escape(B85_DIGITS)}]+)*")
+#: The same digits in the alphabet of ``base64.b85decode`` (RFC 1924), which decodes them.
+_TO_RFC1924 = str.maketrans(
+    B85_DIGITS, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
+)
 
 ROW_FIELDS = (
     "index",
@@ -90,8 +96,13 @@ class _Figures(HTMLParser):
             self.figures.append(data)
 
 
+def unpack_bytes(text: str) -> bytes:
+    """The bytes of one packed text (``deflate-raw+base85``), as the page unpacks them."""
+    return zlib.decompress(base64.b85decode(text.translate(_TO_RFC1924)), -15)
+
+
 def _inflate(text: str) -> str:
-    return zlib.decompress(base64.b64decode(text), -15).decode("utf-8")
+    return unpack_bytes(text).decode("utf-8")
 
 
 def explorer_data(html: str) -> tuple[dict[str, Any], list[list[Any]], list[dict[str, Any]]]:
@@ -105,7 +116,7 @@ def explorer_data(html: str) -> tuple[dict[str, Any], list[list[Any]], list[dict
     assert meta["v"] == 2
     cols_attrs, cols_text = p.scripts["axl-cols"]
     assert cols_attrs.get("type") == "application/octet-stream"
-    assert cols_attrs.get("data-encoding") == "deflate-raw+base64"
+    assert cols_attrs.get("data-encoding") == "deflate-raw+base85"
     attrs, details_text = p.scripts["axl-details"]
     assert attrs.get("type") == "application/octet-stream"
     assert int(attrs.get("data-chunk-items") or 0) == meta["chunkItems"]
@@ -123,7 +134,7 @@ def unpack_payload(payload: Any) -> tuple[dict[str, Any], list[list[Any]], list[
 def _unpack(
     meta: dict[str, Any], cols_text: str, details_text: str
 ) -> tuple[list[list[Any]], list[dict[str, Any]]]:
-    assert BASE64.fullmatch(cols_text.strip()) and BASE64_CHUNKS.fullmatch(details_text.strip())
+    assert PACKED_TEXT.fullmatch(cols_text.strip()) and PACKED_CHUNKS.fullmatch(details_text.strip())
     cols = json.loads(_inflate(cols_text.strip()))
     n = meta["items"]
     rows: list[list[Any]] = []
@@ -150,6 +161,10 @@ def _unpack(
     assert all(len(c) == chunk for c in parts[:-1])
     details = [d for part in parts for d in part]
     assert len(details) == n
+    for row, d in zip(rows, details, strict=True):
+        # The input stored once, as the title (see explorer.INPUT_IS_TITLE).
+        if "it" in d:
+            d["in"] = row[1] if d.pop("it") == INPUT_IS_TITLE else json.loads(row[1])
     return rows, details
 
 

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-import base64
 import json
+import random
 import re
-import zlib
 from html.parser import HTMLParser
+from typing import Any
 
 from report_cases import XSS, Case
 from report_synth import synthetic_pair
-from report_unpack import BASE64, BASE64_CHUNKS, explorer_data, unpack_payload
+from report_unpack import PACKED_CHUNKS, PACKED_TEXT, explorer_data, unpack_bytes, unpack_payload
 
 from axl_action.report import build_explorer, build_report_context, render_report_html
 from axl_action.report.escape import json_for_script
-from axl_action.report.explorer import CHUNK_ITEMS, FLAG_BUDGET, FLAG_CHANGED, FLAG_FAILED, FLAG_REGRESSED
+from axl_action.report.explorer import (
+    B85_DIGITS,
+    CHUNK_ITEMS,
+    FLAG_BUDGET,
+    FLAG_CHANGED,
+    FLAG_FAILED,
+    FLAG_REGRESSED,
+    INPUT_IS_TITLE,
+    INPUT_IS_TITLE_JSON,
+    b85,
+    pack_bytes,
+)
 from axl_action.report.html import script_hash
 
 
@@ -92,10 +103,10 @@ def test_json_payload_cannot_break_out(xss_case: Case) -> None:
     for _, body in data_scripts:
         assert "<" not in body and "\u2028" not in body
         json.loads(body)
-    # The packed elements hold base64 (and "." between chunks) and nothing else.
+    # The packed elements hold base85 digits (and "." between chunks) and nothing else.
     packed = {a.get("id"): body for a, body in doc.scripts if a.get("type") == "application/octet-stream"}
     assert set(packed) == {"axl-cols", "axl-details"}
-    assert BASE64.fullmatch(packed["axl-cols"]) and BASE64_CHUNKS.fullmatch(packed["axl-details"])
+    assert PACKED_TEXT.fullmatch(packed["axl-cols"]) and PACKED_CHUNKS.fullmatch(packed["axl-details"])
     # Every payload string is still there once unpacked, byte for byte.
     meta, rows, details = explorer_data(html)
     assert details[0]["in"]["question"] == XSS
@@ -127,7 +138,7 @@ def test_explorer_rows_and_flags() -> None:
     assert rows[9][4] & FLAG_FAILED and rows[24][4] & FLAG_BUDGET
     changed = [r for r in rows if r[4] & FLAG_CHANGED]
     assert changed and all(isinstance(r[1], str) and len(r[1]) <= 140 for r in rows)
-    assert payload.details_encoding == "deflate-raw+base64"
+    assert payload.details_encoding == "deflate-raw+base85"
 
 
 def test_details_are_packed_in_chunks_and_round_trip() -> None:
@@ -135,7 +146,7 @@ def test_details_are_packed_in_chunks_and_round_trip() -> None:
     payload = build_explorer(cand, base, ["exact", "judge", "tone", "length"])
     chunks = payload.details_text.split(".")
     assert len(chunks) == 3 and payload.chunk_items == CHUNK_ITEMS
-    raws = [zlib.decompress(base64.b64decode(c), -15).decode("utf-8") for c in chunks]
+    raws = [unpack_bytes(c).decode("utf-8") for c in chunks]
     assert [len(json.loads(r)) for r in raws] == [CHUNK_ITEMS, CHUNK_ITEMS, 17]
     _, rows, details = unpack_payload(payload)
     assert len(details) == len(rows) == 2 * CHUNK_ITEMS + 17
@@ -176,3 +187,40 @@ def test_text_limit_cuts_every_stored_text_with_a_visible_mark() -> None:
     assert details[1]["in"] == cand.items[1].input  # short: unchanged
     whole = unpack_payload(build_explorer(cand, base, ["exact", "judge"], text_limit=0))[2]
     assert whole[0]["co"] == "y" * 1_234 and whole[0]["in"] == cand.items[0].input
+
+
+def test_b85_round_trips_every_tail_length_and_never_writes_lt_or_dot() -> None:
+    assert len(B85_DIGITS) == 85 == len(set(B85_DIGITS))
+    assert not set(B85_DIGITS) & set("<>&\"'`\\-.")
+    rng = random.Random(4)
+    for n in [*range(0, 13), 1000, 4097]:
+        data = bytes(rng.randrange(256) for _ in range(n))
+        text = b85(data)
+        assert len(text) == n // 4 * 5 + (n % 4 + 1 if n % 4 else 0)
+        assert PACKED_TEXT.fullmatch(text)
+        assert unpack_bytes(pack_bytes(data)) == data
+    # The extremes of a group: all zero and all 0xFF bytes.
+    assert b85(b"\0\0\0\0") == B85_DIGITS[0] * 5
+    assert unpack_bytes(pack_bytes(b"\xff" * 7)) == b"\xff" * 7
+
+
+def test_an_input_that_is_its_title_is_stored_once() -> None:
+    base, cand = synthetic_pair(6, seed=2)
+    inputs: list[Any] = [
+        "short question",  # the title itself
+        {"id": "q1", "n": 2.5, "tags": ["a", "b"]},  # the title's JSON
+        "two  spaces",  # the title collapses whitespace: stored
+        "x" * 150,  # the title is cut: stored
+        {"id": "q4", "v": float("nan")},  # NaN is not JSON: stored
+        None,
+    ]
+    for item, value in zip(cand.items, inputs, strict=True):
+        item.input = value
+    payload = build_explorer(cand, base, ["exact"])
+    raw = json.loads(unpack_bytes(payload.details_text.split(".")[0]))
+    assert [d.get("it") for d in raw] == [INPUT_IS_TITLE, INPUT_IS_TITLE_JSON, None, None, None, None]
+    assert "in" not in raw[0] and "in" not in raw[1]
+    _, rows, details = unpack_payload(payload)
+    assert [d["in"] for d in details[:4]] == inputs[:4]
+    assert details[4]["in"]["id"] == "q4" and details[5]["in"] is None
+    assert rows[0][1] == "short question" and rows[3][1].endswith("…")

@@ -3,9 +3,7 @@ comment trims), flaky regressions marked and listed last, and the HTML History p
 
 from __future__ import annotations
 
-import base64
 import re
-import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from history_cases import REPO, case_history, commit_of, with_history
 from markdown_it import MarkdownIt
 from report_cases import RUN_INFO, XSS, Case, make_case
-from report_unpack import explorer_data
+from report_unpack import explorer_data, unpack_bytes
 
 from axl_action.history.analysis import analyse, change_key
 from axl_action.history.panel import sparkline
@@ -151,10 +149,10 @@ def test_html_report_has_the_panel_and_the_explorer_history(case: Case) -> None:
     keys = [f"id:{it.input['id']}" for it in case.candidate.items]  # type: ignore[index]
     assert flagged == {i for i, k in enumerate(keys) if k in flaky}
     assert any(r[11] for r in rows) and all(r[11] == 0 or r[0] in flagged for r in rows)  # flaky ids
-    blob = html.split('id="axl-history" data-encoding="deflate-raw+base64 int32">', 1)[1].split(
+    blob = html.split('id="axl-history" data-encoding="deflate-raw+base85 int32">', 1)[1].split(
         "</script>", 1
     )[0]
-    cube = np.frombuffer(zlib.decompress(base64.b64decode(blob), -15), dtype="<i4").reshape(40, 4, 8)
+    cube = np.frombuffer(unpack_bytes(blob), dtype="<i4").reshape(40, 4, 8)
     assert rows_doc["history"]["scorers"] == 4 and rows_doc["history"]["points"] == 8
     details = [
         {"hs": [[None if v == STRIP_NONE else v / 1000 for v in s] for s in item.tolist()]} for item in cube
