@@ -26,7 +26,6 @@ priced; a 4xx/5xx attempt is free (a call whose every attempt failed settles at 
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
@@ -53,6 +52,7 @@ from axl_action.runtime.scope import (
     current_scope,
     open_operation,
 )
+from axl_action.schema.numbers import finite_number
 
 if TYPE_CHECKING:
     from axl_action.cache import CacheRequest, CertifiedCost, Purpose
@@ -171,7 +171,7 @@ def _check_counts(raw: Any, where: str) -> None:
         if isinstance(value, dict):
             _check_counts(value, f"{where}.{key}")
         elif ("token" in key.lower() or key.endswith("Count")) and value is not None:
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            if not finite_number(value):
                 raise BadReply(f"{where}.{key} is not a number ({value!r})")
             if value < 0:
                 raise BadReply(f"{where}.{key} is negative ({value!r})")
