@@ -22,7 +22,7 @@ as results files, then:
   action uploads the report with): bytes sent and seconds, zipping included (best of 3).
 
 ``--real DIR`` adds the pair written by the TypeScript CLI (``big-baseline.json`` and
-``big-candidate.json`` in DIR, e.g. /work/shared/fixtures/axl-eval-0.16.1-big). Each row
+``big-candidate.json`` in DIR, e.g. ../shared/fixtures/axl-eval-0.16.1-big). Each row
 prints the issue's targets (issue 24) beside the figures.
 """
 

@@ -121,25 +121,10 @@ def _accounting(gen: float, judge: float, unknown: int = 0) -> dict[str, Any]:
     }
 
 
-def build_result(
-    *,
-    run_id: str,
-    items: list[dict[str, Any]],
-    scorers: Sequence[str],
-    scorer_types: dict[str, str],
-    dataset: str = "synthetic-qa",
-    timestamp: str = "2026-11-30T12:00:00.000Z",
-) -> EvalResult:
-    """A self-consistent result around the given item dicts (wire shape)."""
-    data = build_result_data(
-        run_id=run_id,
-        items=items,
-        scorers=scorers,
-        scorer_types=scorer_types,
-        dataset=dataset,
-        timestamp=timestamp,
-    )
-    return parse_result_data(data).results[0]
+def build_result(**options: Any) -> EvalResult:
+    """A self-consistent result around the given item dicts: :func:`build_result_data`'s
+    options, parsed."""
+    return parse_result_data(build_result_data(**options)).results[0]
 
 
 def build_result_data(
