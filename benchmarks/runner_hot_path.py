@@ -8,7 +8,9 @@ Printed, each from a fresh process (median of ``--repeat``):
 
 * bare loop: the same workflow and scorer calls in a plain Python loop, no bookkeeping (the
   floor any runner in this language starts from), and the runner's ratio to it;
-* in-process: the result's ``duration`` / items, at concurrency 20 and 1;
+* in-process: the result's ``duration`` / items, at concurrency 20 and 1, with the dataset's
+  pydantic schemas for inputs and annotations as the TypeScript twin has (what a user's run pays
+  for), and at concurrency 20 without them (``BIG_SCHEMA=0``);
 * whole process: ``axl-eval big_eval.py --output`` from start to exit, against the
   in-process duration plus the import time of the CLI, and its peak RSS.
 
@@ -75,9 +77,9 @@ def _in_process(count: int, concurrency: int) -> float:
     return float(record.wire["duration"]) / count * 1000
 
 
-def _child(args: list[str], env: dict[str, str]) -> float:
+def _child(args: list[str], env: dict[str, str], **extra: str) -> float:
     out = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=True, env=env
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True, env={**env, **extra}
     )
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -128,20 +130,24 @@ def main() -> int:
             _child([*n, "--child", "bare", "0"], env),
             _child([*n, "--child", "run", "20"], env),
             _child([*n, "--child", "run", "1"], env),
+            _child([*n, "--child", "run", "20"], env, BIG_SCHEMA="0"),
         )
         for _ in range(args.repeat)
     ]
-    bare, c20, c1 = (_median([r[k] for r in rounds]) for k in range(3))
+    bare, c20, c1, plain = (_median([r[k] for r in rounds]) for k in range(4))
     wholes = sorted(_whole(args.items, env) for _ in range(args.repeat))
     wall, rss, duration = wholes[len(wholes) // 2]
     imports = _median([_import_time(env) for _ in range(args.repeat)])
-    print(f"{args.items:,} items x 4 deterministic scorers, zero-latency workflow")
+    print(f"{args.items:,} items x 4 deterministic scorers, zero-latency workflow, dataset schemas")
     print(f"  bare Python loop (no bookkeeping):     {bare:6.1f} µs/item")
     print(
         f"  runner in-process, concurrency 20:     {c20:6.1f} µs/item  ({c20 / bare:.1f}x the bare loop; "
         f"TypeScript CLI {TS_US_PER_ITEM} µs -> {c20 / TS_US_PER_ITEM:.1f}x)"
     )
     print(f"  runner in-process, concurrency 1:      {c1:6.1f} µs/item  ({c1 / bare:.1f}x the bare loop)")
+    print(
+        f"  without the dataset schemas, conc. 20: {plain:6.1f} µs/item  (validation: {c20 - plain:+.1f} µs/item)"
+    )
     print(
         f"  whole process with --output: {wall:.2f} s = {wall / (duration + imports):.2f}x "
         f"(in-process {duration:.2f} s + imports {imports:.2f} s); peak RSS {rss:.0f} MiB "

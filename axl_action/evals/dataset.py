@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from axl_action.errors import DatasetError
 from axl_action.evals.log import warn
@@ -87,14 +88,7 @@ class Dataset:
         label = "line" if path is not None and _is_jsonl(path) else "row"
         self._dropped = []
         seen: dict[str, None] = {}
-        out: list[DatasetItem] = []
-        plain = self._schema is None and self._annotations_schema is None
-        for position, raw in rows:
-            # A plain row needs no copy: the runner only reads it.
-            if plain and type(raw) is dict and "input" in raw and raw.keys() <= _ROW_KEYS:
-                out.append(raw)
-            else:
-                out.append(self._parse_row(raw, f"{where} {label} {position}", seen))
+        out = self._build_items(rows, f"{where} {label}", seen)
         self._dropped = list(seen)
         if self._dropped and self._policy == "error":
             raise DatasetError(
@@ -108,28 +102,72 @@ class Dataset:
             )
         return out
 
-    def _parse_row(self, raw: Any, at: str, dropped: dict[str, None]) -> DatasetItem:
-        if not isinstance(raw, Mapping):
-            raise DatasetError(f"{at}: expected an object with an input key, got {_type_name(raw)}")
-        if "input" not in raw:
-            raise DatasetError(f"{at}: missing the required input key", hint='write {"input": ...}')
-        extra = [k for k in raw if k not in _ROW_KEYS]
-        if extra:
-            raise DatasetError(
-                f"{at}: unknown key(s) {', '.join(map(str, extra))}",
-                hint="a row has only input and annotations; put ids inside input",
-            )
-        item: DatasetItem = {"input": _validate(self._schema, raw["input"], f"{at} input")}
-        if "annotations" in raw:
-            annotations = raw["annotations"]
+    def _build_items(
+        self, rows: list[tuple[int, Any]], where: str, dropped: dict[str, None]
+    ) -> list[DatasetItem]:
+        """Check each row's keys, then validate every input (and every annotation) at once.
+
+        A pydantic schema validates the whole column in one call of a list adapter, inside
+        pydantic-core, with no Python call per row (a per-row ``model_validate`` cost a run about
+        8 µs an item). The first problem in row order is the one raised, as a row-by-row pass
+        would: a key problem in row 7 is not reported when row 3's input fails validation.
+        """
+        inputs: list[Any] = []
+        notes: list[Any] = []
+        noted: list[int] = []  # the positions in ``inputs`` whose row has annotations to check
+        first_bad: tuple[int, DatasetError] | None = None
+        plain = self._schema is None and self._annotations_schema is None
+        out: list[DatasetItem] = []
+        for position, raw in rows:
+            if not (type(raw) is dict and "input" in raw and raw.keys() <= _ROW_KEYS):
+                problem = _row_problem(raw, f"{where} {position}")
+                if problem is not None:
+                    first_bad = (len(inputs), problem)
+                    break
+            if plain:
+                # A plain dict row needs no copy: the runner only reads it.
+                out.append(raw if type(raw) is dict else {k: raw[k] for k in raw})
+                continue
+            inputs.append(raw["input"])
+            annotations = raw.get("annotations")
             if annotations is not None and self._annotations_schema is not None:
-                parsed = _validate(self._annotations_schema, annotations, f"{at} annotations")
-                if self._policy != "ignore" and _is_model(self._annotations_schema):
-                    for path in _dropped_paths(annotations, parsed, ""):
-                        dropped.setdefault(path, None)
-                annotations = parsed
-            item["annotations"] = annotations
-        return item
+                noted.append(len(inputs) - 1)
+                notes.append(annotations)
+        if plain:
+            if first_bad is not None:
+                raise first_bad[1]
+            return out
+        at = [f"{where} {position}" for position, _ in rows[: len(inputs)]]
+        valid_inputs, input_bad = _validate_all(self._schema, inputs, at, "input")
+        valid_notes, note_bad = _validate_all(
+            self._annotations_schema, notes, [at[i] for i in noted], "annotations"
+        )
+        # The earliest row wins; within one row the input is reported before its annotations.
+        found: list[tuple[int, int, DatasetError]] = []
+        if input_bad is not None:
+            found.append((input_bad[0], 0, input_bad[1]))
+        if note_bad is not None:
+            found.append((noted[note_bad[0]], 1, note_bad[1]))
+        if first_bad is not None:
+            found.append((first_bad[0], 2, first_bad[1]))
+        if found:
+            raise min(found, key=lambda bad: bad[:2])[2]
+        checked = dict(zip(noted, valid_notes, strict=True))
+        track = self._policy != "ignore" and _is_model(self._annotations_schema)
+        for index, (_, raw) in enumerate(rows):
+            item: DatasetItem = {"input": valid_inputs[index]}
+            if "annotations" in raw:
+                annotations = raw["annotations"]
+                if index in checked:
+                    parsed = checked[index]
+                    # Equal means nothing was dropped: one comparison in C instead of a walk.
+                    if track and parsed != annotations:
+                        for path in _dropped_paths(annotations, parsed, ""):
+                            dropped.setdefault(path, None)
+                    annotations = parsed
+                item["annotations"] = annotations
+            out.append(item)
+        return out
 
 
 def dataset(
@@ -196,26 +234,59 @@ def _read_rows(path: Path) -> list[tuple[int, Any]]:
     return list(enumerate(data))
 
 
-def _is_model(validator: Validator) -> bool:
+def _is_model(validator: Validator | None) -> bool:
     return isinstance(validator, type) and issubclass(validator, BaseModel)
 
 
-def _validate(validator: Validator | None, value: Any, at: str) -> Any:
-    if validator is None:
-        return value
-    if isinstance(validator, type) and issubclass(validator, BaseModel):
+def _row_problem(raw: Any, at: str) -> DatasetError | None:
+    """What is wrong with a row's keys, if anything (any mapping with ``input`` is a row)."""
+    if not isinstance(raw, Mapping):
+        return DatasetError(f"{at}: expected an object with an input key, got {_type_name(raw)}")
+    if "input" not in raw:
+        return DatasetError(f"{at}: missing the required input key", hint='write {"input": ...}')
+    extra = [k for k in raw if k not in _ROW_KEYS]
+    if extra:
+        return DatasetError(
+            f"{at}: unknown key(s) {', '.join(map(str, extra))}",
+            hint="a row has only input and annotations; put ids inside input",
+        )
+    return None
+
+
+@lru_cache(maxsize=64)
+def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
+    # Built once per schema: making the core schema costs milliseconds.
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
+def _validate_all(
+    validator: Validator | None, values: list[Any], at: list[str], field: str
+) -> tuple[list[Any], tuple[int, DatasetError] | None]:
+    """Validate one column; returns the values and (index, error) of the first failure, if any."""
+    if validator is None or not values:
+        return values, None
+    if _is_model(validator):
+        adapter = _list_adapter(cast(type[BaseModel], validator))
         try:
-            return validator.model_validate(value).model_dump(mode="json", by_alias=True)
+            models = adapter.validate_python(values)
         except ValidationError as exc:
+            errors = exc.errors()
+            index = min(int(err["loc"][0]) for err in errors)
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc'][1:]) or '(root)'}: {err['msg']}"
+                for err in errors
+                if err["loc"][0] == index
             )
-            raise DatasetError(f"{at} failed validation: {problems}") from None
+            return values, (index, DatasetError(f"{at[index]} {field} failed validation: {problems}"))
+        return adapter.dump_python(models, mode="json", by_alias=True), None
     check = cast(Callable[[Any], Any], validator)
-    try:
-        return check(value)
-    except Exception as exc:
-        raise DatasetError(f"{at} failed validation: {exc}") from None
+    out: list[Any] = []
+    for index, value in enumerate(values):
+        try:
+            out.append(check(value))
+        except Exception as exc:
+            return values, (index, DatasetError(f"{at[index]} {field} failed validation: {exc}"))
+    return out, None
 
 
 def _dropped_paths(raw: Any, parsed: Any, prefix: str) -> Iterable[str]:

@@ -1,7 +1,9 @@
 """The workload of ``../shared/fixtures/axl-eval-0.16.1-big`` (20,000 items x 4 scorers, no LLM).
 
 The TypeScript CLI wrote that pair from this eval's twin; running it here gives the same shape,
-so its in-process ``duration`` per item compares directly with the TS CLI's 11 µs.
+so its in-process ``duration`` per item compares directly with the TS CLI's 11 µs. Like its
+twin, which validates its rows with zod schemas, the dataset validates each input and each
+annotation with a schema: a user's run pays for that. ``BIG_SCHEMA=0`` leaves the schemas out.
 ``BIG_ITEMS`` sets the item count; ``BIG_VARIANT=candidate`` switches the system under test.
 """
 
@@ -10,10 +12,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pydantic import BaseModel
+
 from axl_action import dataset, define_eval, scorer
 
 COUNT = int(os.environ.get("BIG_ITEMS", "20000"))
 CANDIDATE = os.environ.get("BIG_VARIANT", "baseline") == "candidate"
+SCHEMA = os.environ.get("BIG_SCHEMA", "1") != "0"
+
+
+class Input(BaseModel):
+    id: int
+    v: int
+
+
+class Annotations(BaseModel):
+    target: int
 
 
 def items(count: int) -> list[dict[str, Any]]:
@@ -72,7 +86,12 @@ SCORERS = [
 
 eval = define_eval(
     "big",
-    dataset(f"big-{COUNT}", items=items(COUNT)),
+    dataset(
+        f"big-{COUNT}",
+        items=items(COUNT),
+        schema=Input if SCHEMA else None,
+        annotations_schema=Annotations if SCHEMA else None,
+    ),
     SCORERS,
     execute_workflow=workflow,
     concurrency=20,

@@ -148,3 +148,56 @@ def test_clean_reload_resets_dropped_keys() -> None:
 def test_bad_policy_is_rejected() -> None:
     with pytest.raises(DatasetError, match="on_extra_annotation_keys"):
         dataset("d", items=[{"input": 1}], on_extra_annotation_keys="loud")  # type: ignore[arg-type]
+
+
+class Pair(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: int
+    v: int
+
+
+def test_a_schema_validates_every_row_and_dumps_plain_data() -> None:
+    rows = [{"input": {"id": str(i), "v": i * 2}, "annotations": {"answer": "a"}} for i in range(50)]
+    items = dataset("d", items=rows, schema=Pair, annotations_schema=Notes).get_items()
+    assert items[7] == {
+        "input": {"id": 7, "v": 14},
+        "annotations": {"answer": "a", "persona": None, "tags": []},
+    }
+    assert all(type(item["input"]) is dict for item in items)
+
+
+def test_the_first_bad_row_in_order_is_reported_whatever_its_problem() -> None:
+    good = {"input": {"id": 1, "v": 2}}
+    late_key = [good, good, good, {"input": {"id": "x", "v": 1, "w": 0}}, good, {"inp": 1}]
+    with pytest.raises(DatasetError) as info:
+        dataset("d", items=late_key, schema=Pair).get_items()
+    message = str(info.value)
+    assert message.startswith('dataset "d" row 3 input failed validation: ')
+    # Every problem of that row, with the row index left out of each location.
+    assert "id: Input should be a valid integer" in message and "w: Extra inputs are not permitted" in message
+    early_key = [good, {"inp": 1}, {"input": {"id": "x", "v": 1}}]
+    with pytest.raises(DatasetError, match="row 1: missing the required input key"):
+        dataset("d", items=early_key, schema=Pair).get_items()
+
+
+def test_an_inputs_problem_comes_before_its_rows_annotations_and_the_earlier_row_first() -> None:
+    rows = [
+        {"input": {"id": 1, "v": 1}, "annotations": {"answer": "a"}},
+        {"input": {"id": 2, "v": 2}, "annotations": {"persona": 3}},
+        {"input": {"id": "x", "v": 3}, "annotations": {"answer": "c"}},
+    ]
+    with pytest.raises(DatasetError, match="row 1 annotations failed validation: answer: Field required"):
+        dataset("d", items=rows, schema=Pair, annotations_schema=Notes).get_items()
+    rows[1]["input"] = {"id": "y", "v": 2}
+    with pytest.raises(DatasetError, match="row 1 input failed validation: id: "):
+        dataset("d", items=rows, schema=Pair, annotations_schema=Notes).get_items()
+
+
+def test_a_mapping_that_is_not_a_dict_is_a_row() -> None:
+    from types import MappingProxyType
+
+    rows = [MappingProxyType({"input": {"id": 1, "v": 2}, "annotations": None})]
+    assert dataset("d", items=rows).get_items() == [{"input": {"id": 1, "v": 2}, "annotations": None}]
+    assert dataset("d", items=rows, schema=Pair).get_items() == [
+        {"input": {"id": 1, "v": 2}, "annotations": None}
+    ]
