@@ -7,8 +7,9 @@ commands that never run an eval.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from axl_action.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from axl_action.evals.dataset import Dataset, dataset
@@ -51,7 +52,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'axl_action' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return lazy_attribute(__name__, _EXPORTS, name)

@@ -11,8 +11,9 @@ in the HTTP adapters, requests and the transports behind them (about 0.2 s).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from axl_action.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from axl_action.providers.base import Provider
@@ -23,20 +24,20 @@ if TYPE_CHECKING:
     from axl_action.providers.types import CallTiming, ChatMessage, ChatRequest, ChatResponse, TokenUsage
 
 _HOME = {
-    "CallTiming": "types",
-    "ChatMessage": "types",
-    "ChatRequest": "types",
-    "ChatResponse": "types",
-    "MockProvider": "mock",
-    "ModelPrice": "pricing",
-    "PricingTable": "pricing",
-    "Provider": "base",
-    "ProviderConfigError": "errors",
-    "ProviderError": "errors",
-    "ProviderRegistry": "registry",
-    "TokenUsage": "types",
-    "parse_model_uri": "registry",
-    "register_provider": "registry",
+    "CallTiming": ".types",
+    "ChatMessage": ".types",
+    "ChatRequest": ".types",
+    "ChatResponse": ".types",
+    "MockProvider": ".mock",
+    "ModelPrice": ".pricing",
+    "PricingTable": ".pricing",
+    "Provider": ".base",
+    "ProviderConfigError": ".errors",
+    "ProviderError": ".errors",
+    "ProviderRegistry": ".registry",
+    "TokenUsage": ".types",
+    "parse_model_uri": ".registry",
+    "register_provider": ".registry",
 }
 
 __all__ = [
@@ -58,9 +59,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
+    value = lazy_attribute(__name__, _HOME, name)
+    globals()[name] = value  # kept: the next use of the name is a plain attribute read
     return value

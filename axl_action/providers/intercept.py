@@ -204,6 +204,18 @@ class _Tap:
             if self._size <= 32 * 1024 * 1024:
                 self._buffer.append(chunk)
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around the application's read of a streamed reply (every client's stream wrapper):
+        an error while reading settles the call as broken off, the end of the stream as whole;
+        an abandoned read (``GeneratorExit``) is left to the stream's ``close``."""
+        try:
+            yield
+        except Exception as exc:
+            self.finish(complete=False, broken=_broke(exc))
+            raise
+        self.finish(complete=True)
+
     def finish(self, *, complete: bool, broken: str | None = None, decoded: bool = False) -> None:
         if self._decompress is False and not decoded:
             broken = broken or "the reply is compressed with an encoding this measurement does not decode"
@@ -295,14 +307,10 @@ def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
             self._inner, self._tap = inner, tap
 
         def __iter__(self) -> Iterator[bytes]:
-            try:
+            with self._tap.reading():
                 for chunk in self._inner:
                     self._tap.feed(chunk)
                     yield chunk
-            except Exception as exc:
-                self._tap.finish(complete=False, broken=_broke(exc))
-                raise
-            self._tap.finish(complete=True)
 
         def close(self) -> None:
             try:
@@ -332,14 +340,10 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
             self._inner, self._tap = inner, tap
 
         async def __aiter__(self) -> Any:
-            try:
+            with self._tap.reading():
                 async for chunk in self._inner:
                     self._tap.feed(chunk)
                     yield chunk
-            except Exception as exc:
-                self._tap.finish(complete=False, broken=_broke(exc))
-                raise
-            self._tap.finish(complete=True)
 
         async def aclose(self) -> None:
             try:
@@ -421,14 +425,10 @@ def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[...,
         inner_close = response.close
 
         def iter_content(chunk_size: int | None = 1, decode_unicode: bool = False) -> Iterator[Any]:
-            try:
+            with tap.reading():
                 for chunk in inner_iter(chunk_size=chunk_size, decode_unicode=False):
                     tap.feed(chunk)
                     yield chunk.decode(response.encoding or "utf-8") if decode_unicode else chunk
-            except Exception as exc:
-                tap.finish(complete=False, broken=_broke(exc))
-                raise
-            tap.finish(complete=True)
 
         def close() -> None:
             try:
