@@ -29,7 +29,7 @@ from axl_action.providers import intercept
 from axl_action.providers.pricing import ModelPrice, PricingTable
 from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import track
-from tests.fakes.llm_servers import FakeLLMServer, RecordedRequest, Reply
+from tests.fakes.llm_servers import OPEN_TRANSPORTS, FakeLLMServer, RecordedRequest, Reply
 
 KEY = "sk-sdk-capture-SECRET-0123456789abcdef"
 PRICES = {
@@ -809,6 +809,7 @@ def test_a_custom_scorers_own_sdk_calls_are_measured_in_a_rescore(oa: FakeLLMSer
     from axl_action.evals.scorer import scorer
 
     client = openai.OpenAI(base_url=oa.base_url, api_key=KEY)
+    OPEN_TRANSPORTS.append(client)  # its pooled connections are closed after the test
 
     def grade(output: Any, input_: Any) -> float:
         reply = client.chat.completions.create(
