@@ -160,7 +160,11 @@ def test_budget_refuses_before_dispatch_and_sdks_do_not_retry(oa: FakeLLMServer)
     closed_at: list[int] = []
 
     def workflow(input_: Any, _rt: Any) -> dict[str, Any]:
-        for _ in range(3):
+        # More calls than the budget pays for even on one thread: whatever the threads'
+        # schedule, an item in flight when the budget closes has a call left to refuse (with
+        # three calls an item, a schedule where every item in flight was on its last call
+        # refused nothing).
+        for _ in range(8):
             client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "x"}])
         return {"output": 1}
 
