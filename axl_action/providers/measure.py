@@ -106,13 +106,14 @@ def recognise_path(method: str, path: str) -> str | None:
     return None
 
 
-_REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "openai.chat": ("messages",),
-    "openai.responses": ("input",),
-    "openai.embeddings": ("input",),
-    "anthropic.messages": ("messages", "max_tokens"),
+_REQUIRED_FIELDS: dict[str, frozenset[str]] = {
+    "openai.chat": frozenset({"messages"}),
+    "openai.responses": frozenset({"input"}),
+    "openai.embeddings": frozenset({"input"}),
+    "anthropic.messages": frozenset({"messages", "max_tokens"}),
 }
 """The body fields each API needs besides ``model``: a body without them passes unmeasured."""
+_NO_FIELDS: frozenset[str] = frozenset()
 
 
 def recognise(api: str, path: str, body: bytes) -> Call | None:
@@ -127,7 +128,8 @@ def recognise(api: str, path: str, body: bytes) -> Call | None:
     if api == "gemini.generate":
         return _gemini_call(api, path)
     model = data.get("model")
-    if not isinstance(model, str) or any(k not in data for k in _REQUIRED_FIELDS.get(api, ())):
+    # A keys-view superset test: one C-level check, not a generator per call.
+    if not isinstance(model, str) or not data.keys() >= _REQUIRED_FIELDS.get(api, _NO_FIELDS):
         return None
     if api == "openai.embeddings":
         return Call(api, "openai", model, False)
@@ -354,7 +356,12 @@ class _Logical:
     """One logical call across its attempts (kept in the calling context for retries)."""
 
     op: Operation
-    key: tuple[str, str, bytes]
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    """The first attempt's request: a later one is its retry when it is the same request
+    (:meth:`retried_by`). Kept whole, not as a key, so that its headers are read only when an
+    attempt failed (most calls never retry, and a client's header lookup is not free)."""
     attempts: int = 0
     rate_limited: int = 0
     retry_ms: float = 0.0
@@ -362,6 +369,16 @@ class _Logical:
     failed_at: float | None = None
     """perf_counter when the last attempt failed (``None``: none failed / it succeeded)."""
     last_status: int = 0
+
+    def retried_by(self, url: str, headers: Mapping[str, str], body: bytes) -> bool:
+        """``(url, headers, body)`` is a retry of this call: the same request (URL, body and
+        idempotency key), not marked as a first attempt (``x-stainless-retry-count: 0``)."""
+        return (
+            self.url == url
+            and self.body == body
+            and headers.get("x-stainless-retry-count") != "0"
+            and self.headers.get("idempotency-key", "") == headers.get("idempotency-key", "")
+        )
 
 
 _last: ContextVar[_Logical | None] = ContextVar("axl_measured_call", default=None)
@@ -392,6 +409,7 @@ class Exchange:
         "_ttfb",
         "call",
         "injected",
+        "keeps_reply",
         "logical",
         "request_body",
         "request_headers",
@@ -421,6 +439,10 @@ class Exchange:
         self.status = 0
         self.response_headers: dict[str, str] = {}
         """The reply's headers a cache entry keeps (content type, request id)."""
+        cache = settings.cache
+        self.keeps_reply = cache is not None and cache.writes
+        """True when a live reply may be stored: its bytes are kept as they are read (decided
+        once: the hooks and the settlement each ask)."""
         self._key: tuple[str, CacheRequest] | None = None
         self._reply = _Reply(call.api)
         self._t0 = 0.0
@@ -430,12 +452,6 @@ class Exchange:
         self._lock = threading.Lock()
 
     # ---- seam 0: the response cache
-
-    @property
-    def keeps_reply(self) -> bool:
-        """True when a live reply may be stored: its bytes are kept as they are read."""
-        cache = self.settings.cache
-        return cache is not None and cache.writes
 
     def cache_request(self) -> tuple[str, CacheRequest] | None:
         """The cache key of this call, and the request as keyed: the whole JSON body at its
@@ -529,21 +545,16 @@ class Exchange:
         retracted, or a retry settled ``usage_missing``), and :func:`denied_body` is the reply.
         """
         call = self.call
-        headers = self.request_headers
-        key = (self.url, headers.get("idempotency-key", ""), self.request_body)
-        retry_header = headers.get("x-stainless-retry-count")
         previous = _last.get()
-        now = time.perf_counter()
         logical: _Logical | None = None
         if (
             previous is not None
-            and previous.op.state == "open"
             and previous.failed_at is not None
-            and previous.key == key
-            and retry_header != "0"
+            and previous.op.state == "open"
+            and previous.retried_by(self.url, self.request_headers, self.request_body)
         ):
             logical = previous
-            logical.retry_ms += (now - previous.failed_at) * 1000.0
+            logical.retry_ms += (time.perf_counter() - previous.failed_at) * 1000.0
         else:
             if previous is not None:
                 _close_failed(previous)
@@ -554,7 +565,7 @@ class Exchange:
                 op = open_operation(call.kind, model=f"{call.provider}:{call.model}", home=home)
             except AdmissionDeniedError:
                 return False
-            logical = _Logical(op, key)
+            logical = _Logical(op, self.url, self.request_headers, self.request_body)
             _last.set(logical)
         self.logical = logical
         try:
@@ -645,10 +656,17 @@ class Exchange:
             provider_cost = None
             if call.provider == "openai" and isinstance(reply.usage_raw, dict):
                 provider_cost = usable_cost(reply.usage_raw.get("cost"))
+            keeps = self.keeps_reply
             certified = settle_usage(
-                op, model_uri, usage, provider_cost, "provider_reported", self.settings.table()
+                op,
+                model_uri,
+                usage,
+                provider_cost,
+                "provider_reported",
+                self.settings.table(),
+                certify=keeps,
             )
-            if usage is not None and complete and (raw is not None or not events):
+            if keeps and usage is not None and complete and (raw is not None or not events):
                 self._store(parsed, raw, usage, model, certified)
             op.record_timing(
                 model_uri,
@@ -839,6 +857,8 @@ def settle_usage(
     provider_cost: float | None,
     provenance: str,
     table: PricingTable,
+    *,
+    certify: bool = True,
 ) -> CertifiedCost | None:
     """The one settlement rule for a call's reported usage (spec §7.1), for ``runtime.chat``
     and the application's own SDK calls alike:
@@ -846,7 +866,9 @@ def settle_usage(
     a provider-reported cost is used as it is; else usage priced by the table
     (``price_table_estimate``); usage without a price -> ``unpriced_model`` (never $0); no
     usage -> ``usage_missing``. Returns the cost it settled at with its provenance (what a
-    cache entry certifies, docs/cache.md), or ``None``.
+    cache entry certifies, docs/cache.md), or ``None``; ``certify=False`` (nothing will store
+    the reply) settles the same and returns ``None``: the certificate is a validated model,
+    built on every call otherwise.
     """
     from axl_action.cache import CertifiedCost
 
@@ -854,7 +876,7 @@ def settle_usage(
     if provider_cost is not None:
         table.note_call(model_uri, "provider_cost")
         op.settle(provider_cost, wire or {}, provenance)
-        if op.state != "settled":
+        if not certify or op.state != "settled":
             return None
         known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
         return CertifiedCost(usd=provider_cost, provenance=known)
@@ -867,6 +889,8 @@ def settle_usage(
         op.unknown("unpriced_model", wire)
         return None
     op.settle(estimate, wire or {}, "price_table_estimate")
+    if not certify:
+        return None
     return CertifiedCost(
         usd=estimate, provenance="price_table_estimate", price_table=" + ".join(table.sources)
     )
