@@ -55,6 +55,7 @@ _SNAKE_TO_CAMEL = {
     "cache_write_tokens": "cacheWriteTokens",
     "audio_seconds": "audioSeconds",
 }
+_USAGE_KEYSET = frozenset(USAGE_KEYS)
 _MODEL_KINDS = frozenset({"chat", "stream"})
 _CALL_KINDS = frozenset({"chat", "stream", "embedding", "transcription"})
 """Kinds of operation a scope lists in :attr:`Scope.calls` (the model calls, not tools)."""
@@ -177,16 +178,18 @@ class _Ledger:
             "agentCalls": sum(self.model_calls.values()),
         }
 
-    def add_usage(self, usage: Mapping[str, float] | None) -> None:
-        if not usage:
+    def add_counts(self, counts: _Counts | None) -> None:
+        """Add one settlement's usage (:func:`_counted`)."""
+        if counts is None:
             return
-        for key, value in usage.items():
-            wire = _SNAKE_TO_CAMEL.get(key, key)
-            if wire in self.usage and usable_number(value):
-                self.usage[wire] += value
-        self.tokens["input"] += _get(usage, "inputTokens", "input_tokens")
-        self.tokens["output"] += _get(usage, "outputTokens", "output_tokens")
-        self.tokens["reasoning"] += _get(usage, "reasoningTokens", "reasoning_tokens")
+        pairs, input_tokens, output_tokens, reasoning_tokens = counts
+        usage = self.usage
+        for wire, value in pairs:
+            usage[wire] += value
+        tokens = self.tokens
+        tokens["input"] += input_tokens
+        tokens["output"] += output_tokens
+        tokens["reasoning"] += reasoning_tokens
 
     def add_timing(self, model: str, timing: CallTiming) -> None:
         entry = self.timing.get(model)
@@ -201,6 +204,29 @@ class _Ledger:
             entry["firstTokenCalls"] = entry.get("firstTokenCalls", 0) + 1
         if self.samples is not None:
             self.samples.setdefault(model, []).append(timing)
+
+
+_Counts = tuple[tuple[tuple[str, float], ...], float, float, float]
+"""A settlement's usage as a ledger adds it: the usable counts by wire name, in the order
+reported, then the input, output and reasoning tokens."""
+
+
+def _counted(usage: Mapping[str, float] | None) -> _Counts | None:
+    """``usage`` checked and named once per settlement, however many scopes enclose the call
+    (each ledger then only adds); ``None`` when nothing was reported."""
+    if not usage:
+        return None
+    pairs = []
+    for key, value in usage.items():
+        wire = _SNAKE_TO_CAMEL.get(key, key)
+        if wire in _USAGE_KEYSET and usable_number(value):
+            pairs.append((wire, value))
+    return (
+        tuple(pairs),
+        _get(usage, "inputTokens", "input_tokens"),
+        _get(usage, "outputTokens", "output_tokens"),
+        _get(usage, "reasoningTokens", "reasoning_tokens"),
+    )
 
 
 def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
@@ -262,6 +288,7 @@ class Scope(Generic[T]):
     __slots__ = (
         "_accounting",
         "_open",
+        "_reach",
         "admission",
         "capture",
         "correlation",
@@ -295,6 +322,8 @@ class Scope(Generic[T]):
         deterministic scorers, workflows that make no call), which a caller can test before
         reading the figures below. Created by the first operation: a ledger is a dozen dicts."""
         self._open: set[Operation] | None = None
+        self._reach: tuple[tuple[Scope[Any], ...], tuple[AdmissionController, ...]] | None = None
+        """:meth:`reach`, once computed (a scope's parent and admission never change)."""
         self.status: Literal["fulfilled", "rejected"] = "fulfilled"
         """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
         self.value: T | None = None
@@ -324,12 +353,24 @@ class Scope(Generic[T]):
         return ledger
 
     def chain(self) -> tuple[Scope[Any], ...]:
-        out: list[Scope[Any]] = []
-        node: Scope[Any] | None = self
-        while node is not None:
-            out.append(node)
-            node = node.parent
-        return tuple(out)
+        """This scope and every scope above it, innermost first."""
+        return self.reach()[0]
+
+    def reach(self) -> tuple[tuple[Scope[Any], ...], tuple[AdmissionController, ...]]:
+        """:meth:`chain`, and the admission controllers along it (each once): what every
+        operation opened here is recorded in and admitted by. Computed by the scope's first
+        operation and kept (an item's calls share it); two threads computing it at once get
+        equal values."""
+        reach = self._reach
+        if reach is None:
+            out: list[Scope[Any]] = []
+            node: Scope[Any] | None = self
+            while node is not None:
+                out.append(node)
+                node = node.parent
+            chain = tuple(out)
+            reach = self._reach = (chain, _controllers(chain))
+        return reach
 
     def opened(self, op: Operation) -> None:
         """``op`` was opened in this scope (callers hold ``_LOCK``)."""
@@ -465,8 +506,9 @@ class Operation:
         self.kind = kind
         self.model = model
         self._home = home
-        self._chain: tuple[Scope[Any], ...] = home.chain() if home is not None else ()
-        self._controllers = _controllers(self._chain)
+        self._chain: tuple[Scope[Any], ...]
+        self._controllers: tuple[AdmissionController, ...]
+        self._chain, self._controllers = home.reach() if home is not None else ((), ())
         self.purpose: Purpose = home.purpose if home is not None else "generation"
         self._state = "open"
         self._dispatched = False
@@ -586,16 +628,17 @@ class Operation:
         self, cost: float, usage: Mapping[str, float] | None, provenance: str, outcome: str = "settled"
     ) -> None:
         bucket = self._bucket()
+        counts = _counted(usage)
         for scope in self._chain:
             ledger = scope.open_ledger()
-            ledger.add_usage(usage)
+            ledger.add_counts(counts)
             ledger.settled += 1
             ledger.known_cost += cost
             ledger.breakdown[bucket] += cost
             ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
         for controller in self._controllers:
             controller.charge(cost)
-        self._close("settled", {"outcome": outcome, "cost": cost, **_tokens(usage)})
+        self._close("settled", {"outcome": outcome, "cost": cost, **_tokens(counts)})
 
     def replay(self, certified: float | None) -> None:
         """Settle a call the response cache answered: billed $0 (nothing was sent, so the
@@ -624,12 +667,13 @@ class Operation:
                 self._unknown_locked(reason, usage)
 
     def _unknown_locked(self, reason: str, usage: Mapping[str, float] | None) -> None:
+        counts = _counted(usage)
         for scope in self._chain:
             ledger = scope.open_ledger()
-            ledger.add_usage(usage)
+            ledger.add_counts(counts)
             ledger.unknown += 1
             ledger.reasons[reason] = ledger.reasons.get(reason, 0) + 1
-        self._close("unknown", {"outcome": "unknown", "reason": reason, **_tokens(usage)})
+        self._close("unknown", {"outcome": "unknown", "reason": reason, **_tokens(counts)})
 
     def record_timing(self, model_uri: str, timing: CallTiming) -> None:
         """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
@@ -665,14 +709,11 @@ def _time_call(call: dict[str, Any], timing: CallTiming) -> None:
     call["attempts"] = timing.attempts
 
 
-def _tokens(usage: Mapping[str, float] | None) -> dict[str, float]:
+def _tokens(counts: _Counts | None) -> dict[str, float]:
     """A call record's token counts (``EvalItem.calls``): input and output, when reported."""
-    if not usage:
+    if counts is None:
         return {}
-    return {
-        "inputTokens": _get(usage, "inputTokens", "input_tokens"),
-        "outputTokens": _get(usage, "outputTokens", "output_tokens"),
-    }
+    return {"inputTokens": counts[1], "outputTokens": counts[2]}
 
 
 def open_operation(kind: str, *, model: str | None = None, home: Scope[Any] | None = None) -> Operation:
