@@ -562,16 +562,20 @@ class Exchange:
             if home is None:
                 home = self.settings.unattributed
             try:
-                op = open_operation(call.kind, model=f"{call.provider}:{call.model}", home=home)
+                # The first attempt leaves now: opening is its admission check.
+                op = open_operation(
+                    call.kind, model=f"{call.provider}:{call.model}", home=home, dispatched=True
+                )
             except AdmissionDeniedError:
                 return False
             logical = _Logical(op, self.url, self.request_headers, self.request_body)
             _last.set(logical)
         self.logical = logical
-        try:
-            logical.op.before_dispatch()
-        except AdmissionDeniedError:
-            return False
+        if logical.attempts:  # a retry: admitted again before it is sent
+            try:
+                logical.op.before_dispatch()
+            except AdmissionDeniedError:
+                return False
         logical.attempts += 1
         logical.failed_at = None
         self._t0 = time.perf_counter()

@@ -716,9 +716,15 @@ def _tokens(counts: _Counts | None) -> dict[str, float]:
     return {"inputTokens": counts[1], "outputTokens": counts[2]}
 
 
-def open_operation(kind: str, *, model: str | None = None, home: Scope[Any] | None = None) -> Operation:
+def open_operation(
+    kind: str, *, model: str | None = None, home: Scope[Any] | None = None, dispatched: bool = False
+) -> Operation:
     """Open an operation in the current scope chain (or ``home``'s, for a call no scope of the
-    calling context owns); refused while any budget there is closed."""
+    calling context owns); refused while any budget there is closed.
+
+    ``dispatched``: the caller sends the first attempt at once, so this admission check is
+    that attempt's :meth:`Operation.before_dispatch` too (one check under one lock, not two
+    back to back)."""
     if kind not in KINDS:
         raise ValueError(f"unknown operation kind {kind!r}; expected one of {', '.join(KINDS)}")
     if home is None:
@@ -739,6 +745,7 @@ def open_operation(kind: str, *, model: str | None = None, home: Scope[Any] | No
             ledger.by_kind[kind] = ledger.by_kind.get(kind, 0) + 1
         if home is not None:
             home.opened(op)
+        op._dispatched = dispatched
     return op
 
 
