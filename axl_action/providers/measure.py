@@ -180,7 +180,7 @@ def _check_counts(raw: Any, where: str) -> None:
 
 
 def _responses_usage(raw: Any) -> TokenUsage | None:
-    if not isinstance(raw, dict) or not any(k in raw for k in ("input_tokens", "output_tokens")):
+    if not isinstance(raw, dict) or ("input_tokens" not in raw and "output_tokens" not in raw):
         return None
     details = raw.get("input_tokens_details")
     out_details = raw.get("output_tokens_details")
