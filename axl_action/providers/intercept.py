@@ -146,7 +146,7 @@ def _hook_all() -> None:
 
 
 def _begin(
-    method: str, url: str, path: str, headers: Any, body_of: Callable[[], bytes | None]
+    method: str, url: object, path: str, headers: Any, body_of: Callable[[], bytes | None]
 ) -> Exchange | None:
     """The exchange for a request if it is a measured model call, else ``None``."""
     settings = _current()
@@ -295,7 +295,8 @@ def _httpx_exchange(request: Any) -> Exchange | None:
             return None
         return content if isinstance(content, bytes) else None
 
-    return _begin(request.method, str(request.url), request.url.path, request.headers, body)
+    url = request.url  # an httpx URL: made text only if the exchange reads it
+    return _begin(request.method, url, url.path, request.headers, body)
 
 
 def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -356,7 +356,8 @@ class _Logical:
     """One logical call across its attempts (kept in the calling context for retries)."""
 
     op: Operation
-    url: str
+    url: object
+    """The first attempt's URL as the client holds it (compared as text, see :meth:`retried_by`)."""
     headers: Mapping[str, str]
     body: bytes
     """The first attempt's request: a later one is its retry when it is the same request
@@ -370,12 +371,12 @@ class _Logical:
     """perf_counter when the last attempt failed (``None``: none failed / it succeeded)."""
     last_status: int = 0
 
-    def retried_by(self, url: str, headers: Mapping[str, str], body: bytes) -> bool:
+    def retried_by(self, url: object, headers: Mapping[str, str], body: bytes) -> bool:
         """``(url, headers, body)`` is a retry of this call: the same request (URL, body and
         idempotency key), not marked as a first attempt (``x-stainless-retry-count: 0``)."""
         return (
-            self.url == url
-            and self.body == body
+            self.body == body
+            and str(self.url) == str(url)
             and headers.get("x-stainless-retry-count") != "0"
             and self.headers.get("idempotency-key", "") == headers.get("idempotency-key", "")
         )
@@ -407,6 +408,7 @@ class Exchange:
         "_reply",
         "_t0",
         "_ttfb",
+        "_url",
         "call",
         "injected",
         "keeps_reply",
@@ -416,21 +418,20 @@ class Exchange:
         "response_headers",
         "settings",
         "status",
-        "url",
     )
 
     def __init__(
         self,
         call: Call,
         settings: Settings,
-        url: str,
+        url: object,
         request_headers: Mapping[str, str],
         request_body: bytes,
         injected: bool,
     ) -> None:
         self.call = call
         self.settings = settings
-        self.url = url
+        self._url = url
         self.request_headers = request_headers
         self.request_body = request_body
         self.injected = injected
@@ -450,6 +451,15 @@ class Exchange:
         self._first: float | None = None
         self._done = False
         self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """The request URL. Given as the client's own URL object (or text) and made text when
+        first read: most calls never read it (a warning, the capture and the cache key do)."""
+        url = self._url
+        if not isinstance(url, str):
+            url = self._url = str(url)
+        return url
 
     # ---- seam 0: the response cache
 
@@ -551,12 +561,12 @@ class Exchange:
             previous is not None
             and previous.failed_at is not None
             and previous.op.state == "open"
-            and previous.retried_by(self.url, self.request_headers, self.request_body)
+            and previous.retried_by(self._url, self.request_headers, self.request_body)
         ):
             logical = previous
             logical.retry_ms += (time.perf_counter() - previous.failed_at) * 1000.0
         else:
-            if previous is not None:
+            if previous is not None and previous.failed_at is not None:
                 _close_failed(previous)
             home = current_scope()
             if home is None:
@@ -568,7 +578,7 @@ class Exchange:
                 )
             except AdmissionDeniedError:
                 return False
-            logical = _Logical(op, self.url, self.request_headers, self.request_body)
+            logical = _Logical(op, self._url, self.request_headers, self.request_body)
             _last.set(logical)
         self.logical = logical
         if logical.attempts:  # a retry: admitted again before it is sent
@@ -796,6 +806,8 @@ def tool_names(api: str, parsed: Any, events: list[Any]) -> tuple[str, ...]:
     for data in [parsed] if parsed is not None else events:
         if isinstance(data, dict):
             found.extend(_TOOL_READERS.get(api, _gemini_tools)(data))
+    if not found:  # most replies
+        return ()
     return tuple(name for name in found if isinstance(name, str) and name)
 
 
@@ -874,14 +886,14 @@ def settle_usage(
     the reply) settles the same and returns ``None``: the certificate is a validated model,
     built on every call otherwise.
     """
-    from axl_action.cache import CertifiedCost
-
     wire = usage.to_wire() if usage is not None else None
     if provider_cost is not None:
         table.note_call(model_uri, "provider_cost")
         op.settle(provider_cost, wire or {}, provenance)
         if not certify or op.state != "settled":
             return None
+        from axl_action.cache import CertifiedCost  # imported when used: a call-time import is not free
+
         known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
         return CertifiedCost(usd=provider_cost, provenance=known)
     if usage is None:
@@ -895,6 +907,8 @@ def settle_usage(
     op.settle(estimate, wire or {}, "price_table_estimate")
     if not certify:
         return None
+    from axl_action.cache import CertifiedCost
+
     return CertifiedCost(
         usd=estimate, provenance="price_table_estimate", price_table=" + ".join(table.sources)
     )

@@ -217,21 +217,23 @@ def _counted(usage: Mapping[str, float] | None) -> _Counts | None:
     if not usage:
         return None
     pairs = []
+    checked: dict[str, float] = {}  # each count as added (0 when unusable), by its own key
     for key, value in usage.items():
         wire = _SNAKE_TO_CAMEL.get(key, key)
-        if wire in _USAGE_KEYSET and usable_number(value):
-            pairs.append((wire, value))
+        if wire in _USAGE_KEYSET:
+            if usable_number(value):
+                pairs.append((wire, value))
+                checked[key] = value
+            else:
+                checked[key] = 0
+    # Each sum takes the camelCase count when present (even unusable: then 0), else the
+    # snake_case one: read from the counts just checked, not checked again.
     return (
         tuple(pairs),
-        _get(usage, "inputTokens", "input_tokens"),
-        _get(usage, "outputTokens", "output_tokens"),
-        _get(usage, "reasoningTokens", "reasoning_tokens"),
+        checked.get("inputTokens", checked.get("input_tokens", 0)),
+        checked.get("outputTokens", checked.get("output_tokens", 0)),
+        checked.get("reasoningTokens", checked.get("reasoning_tokens", 0)),
     )
-
-
-def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
-    value = usage.get(camel, usage.get(snake, 0))
-    return value if usable_number(value) else 0
 
 
 class _ReadOnlyRecord(dict[str, Any]):
@@ -323,7 +325,9 @@ class Scope(Generic[T]):
         reading the figures below. Created by the first operation: a ledger is a dozen dicts."""
         self._open: set[Operation] | None = None
         self._reach: tuple[tuple[Scope[Any], ...], tuple[AdmissionController, ...]] | None = None
-        """:meth:`reach`, once computed (a scope's parent and admission never change)."""
+        """The scopes above this one and the admission controllers of the whole chain, once
+        computed (a scope's parent and admission never change). Never this scope itself: a
+        scope holding itself would be a reference cycle, left to the collector."""
         self.status: Literal["fulfilled", "rejected"] = "fulfilled"
         """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
         self.value: T | None = None
@@ -358,19 +362,20 @@ class Scope(Generic[T]):
 
     def reach(self) -> tuple[tuple[Scope[Any], ...], tuple[AdmissionController, ...]]:
         """:meth:`chain`, and the admission controllers along it (each once): what every
-        operation opened here is recorded in and admitted by. Computed by the scope's first
-        operation and kept (an item's calls share it); two threads computing it at once get
-        equal values."""
+        operation opened here is recorded in and admitted by. The part above this scope is
+        computed by its first operation and kept (an item's calls share it; two threads
+        computing it at once get equal values)."""
         reach = self._reach
         if reach is None:
             out: list[Scope[Any]] = []
-            node: Scope[Any] | None = self
+            node = self.parent
             while node is not None:
                 out.append(node)
                 node = node.parent
-            chain = tuple(out)
-            reach = self._reach = (chain, _controllers(chain))
-        return reach
+            above = tuple(out)
+            reach = self._reach = (above, _controllers((self, *above)))
+        above, controllers = reach
+        return (self, *above), controllers
 
     def opened(self, op: Operation) -> None:
         """``op`` was opened in this scope (callers hold ``_LOCK``)."""
