@@ -494,6 +494,7 @@ class Operation:
         "_controllers",
         "_dispatched",
         "_home",
+        "_ledgers",
         "_seq",
         "_state",
         "_timing",
@@ -514,6 +515,9 @@ class Operation:
         self._chain: tuple[Scope[Any], ...]
         self._controllers: tuple[AdmissionController, ...]
         self._chain, self._controllers = home.reach() if home is not None else ((), ())
+        self._ledgers: tuple[_Ledger, ...] = ()
+        """The ledgers of :attr:`_chain`, made by :func:`open_operation` (under ``_LOCK``) and
+        kept: a scope's ledger, once made, is never replaced."""
         self.purpose: Purpose = home.purpose if home is not None else "generation"
         self._state = "open"
         self._dispatched = False
@@ -561,10 +565,10 @@ class Operation:
         if model is None:
             return
         if self.kind in _MODEL_KINDS:
-            for scope in self._chain:
-                calls = scope.open_ledger().model_calls
+            for ledger in self._ledgers:
+                calls = ledger.model_calls
                 calls[model] = calls.get(model, 0) + 1
-        if self.kind in _CALL_KINDS and self._chain:
+        if self.kind in _CALL_KINDS and self._ledgers:
             call: dict[str, Any] = {
                 "operationId": self.id,
                 "model": model,
@@ -578,8 +582,8 @@ class Operation:
                 _time_call(call, self._timing)
             self._call = call
             entry = (self._seq, call)
-            for scope in self._chain:
-                scope.open_ledger().calls.append(entry)
+            for ledger in self._ledgers:
+                ledger.calls.append(entry)
 
     def before_dispatch(self) -> None:
         """Admission check before every HTTP attempt (spec §7.1, §8.2).
@@ -597,8 +601,7 @@ class Operation:
             if self._dispatched:
                 self._unknown_locked("usage_missing", None)
             else:
-                for scope in self._chain:
-                    ledger = scope.open_ledger()
+                for ledger in self._ledgers:
                     ledger.total -= 1
                     ledger.denied += 1
                     left = ledger.by_kind.get(self.kind, 0) - 1
@@ -634,8 +637,7 @@ class Operation:
     ) -> None:
         bucket = self._bucket()
         counts = _counted(usage)
-        for scope in self._chain:
-            ledger = scope.open_ledger()
+        for ledger in self._ledgers:
             ledger.add_counts(counts)
             ledger.settled += 1
             ledger.known_cost += cost
@@ -652,8 +654,7 @@ class Operation:
         with _LOCK:
             if self._state != "open":
                 return
-            for scope in self._chain:
-                ledger = scope.open_ledger()
+            for ledger in self._ledgers:
                 ledger.settled += 1
                 replayed = ledger.replayed
                 if replayed is None:
@@ -673,8 +674,7 @@ class Operation:
 
     def _unknown_locked(self, reason: str, usage: Mapping[str, float] | None) -> None:
         counts = _counted(usage)
-        for scope in self._chain:
-            ledger = scope.open_ledger()
+        for ledger in self._ledgers:
             ledger.add_counts(counts)
             ledger.unknown += 1
             ledger.reasons[reason] = ledger.reasons.get(reason, 0) + 1
@@ -683,8 +683,8 @@ class Operation:
     def record_timing(self, model_uri: str, timing: CallTiming) -> None:
         """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
         with _LOCK:
-            for scope in self._chain:
-                scope.open_ledger().add_timing(model_uri, timing)
+            for ledger in self._ledgers:
+                ledger.add_timing(model_uri, timing)
             self._timing = timing
             if self._call is not None:
                 _time_call(self._call, timing)
@@ -736,16 +736,16 @@ def open_operation(
         home = _current.get()
     op = Operation(kind, model, home)
     with _LOCK:
+        ledgers = op._ledgers = tuple([scope.open_ledger() for scope in op._chain])
         if any(c.closed for c in op._controllers):
-            for scope in op._chain:
-                scope.open_ledger().denied += 1
+            for ledger in ledgers:
+                ledger.denied += 1
             op._state = "retracted"
             raise AdmissionDeniedError(
                 f"{kind} operation refused: the run budget is closed",
                 hint="raise --budget or the eval's budget to admit more spend",
             )
-        for scope in op._chain:
-            ledger = scope.open_ledger()
+        for ledger in ledgers:
             ledger.total += 1
             ledger.by_kind[kind] = ledger.by_kind.get(kind, 0) + 1
         if home is not None:
