@@ -21,6 +21,13 @@ per call.
 ``--cli`` also times the whole workload as a user runs it: ``axl-eval run`` of an eval whose
 workflow makes the same call (one item per call, ``--concurrency C``), timed by the result's
 own ``duration``, beside ``ideal`` = ceil(calls / C) x 20 ms.
+
+``--in-memory`` measures the same two variants single-threaded against an in-memory
+``httpx2.MockTransport`` (no network, no threads, no server): CPU per call, bare and measured,
+alternating round by round, and the function calls (Python-level, and all, C ones included)
+the measured call makes beyond the bare one, counted by ``cProfile``. The count does not
+depend on the machine's load, which on a shared machine swings the times by more than the
+difference being measured.
 """
 
 from __future__ import annotations
@@ -136,6 +143,82 @@ def through_cli(base_url: str, calls: int, concurrency: int) -> float:
         return float(result["duration"]) / 1000
 
 
+_REPLY = json.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+).encode()
+
+
+def in_memory(calls: int, rounds: int) -> None:
+    """Single-threaded, in-memory: CPU us per call bare and measured, and the calls the
+    measured one adds (see the module docstring)."""
+    import contextlib
+    import cProfile
+    import pstats
+
+    import httpx2
+
+    def answer(_request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=_REPLY)
+
+    client = openai.OpenAI(
+        base_url="http://in-memory/v1",
+        api_key=KEY,
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
+    )
+
+    def bare() -> None:
+        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)  # type: ignore[arg-type]
+
+    def measured() -> None:
+        result = track(bare)
+        if result.error is not None:
+            raise result.error
+        assert result.accounting["operations"]["total"] == 1, "the call was not measured"
+
+    variants = {"bare": (bare, contextlib.nullcontext), "measured": (measured, measure_model_calls)}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    counts: dict[str, tuple[int, int]] = {}
+    for name, (fn, installed) in variants.items():  # warm, then count one pass
+        with installed():
+            for _ in range(200):
+                fn()
+            profile = cProfile.Profile()
+            profile.enable()
+            for _ in range(200):
+                fn()
+            profile.disable()
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        everything = sum(row[1] for row in stats.values())
+        python = sum(row[1] for key, row in stats.items() if key[0] != "~")
+        counts[name] = (python, everything)
+    for _ in range(rounds):
+        for name, (fn, installed) in variants.items():
+            with installed():
+                start = time.process_time()
+                for _ in range(calls):
+                    fn()
+                cpu[name].append((time.process_time() - start) / calls * 1e6)
+    diffs = [m - b for b, m in zip(cpu["bare"], cpu["measured"], strict=True)]
+    print(f"openai {openai.__version__}, in memory, single thread: {calls} calls x {rounds} rounds")
+    for name in variants:
+        print(f"  {name:<9} CPU {statistics.median(cpu[name]):.0f} us/call")
+    python = (counts["measured"][0] - counts["bare"][0]) / 200
+    everything = (counts["measured"][1] - counts["bare"][1]) / 200
+    print(
+        f"  overhead: CPU {statistics.median(diffs):+.0f} us/call (median of the rounds' differences; "
+        f"range {min(diffs):+.0f} to {max(diffs):+.0f}); {python:.0f} Python-level calls, "
+        f"{everything:.0f} calls in all, beyond the bare call"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
@@ -143,7 +226,15 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cli", action="store_true", help="also time the workload through axl-eval run")
+    parser.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="instead: single-threaded against an in-memory transport, with the calls the measurement adds",
+    )
     args = parser.parse_args()
+    if args.in_memory:
+        in_memory(args.calls, args.rounds)
+        return 0
 
     ctx = multiprocessing.get_context("spawn")
     ports: multiprocessing.Queue[int] = ctx.Queue()  # type: ignore[assignment]

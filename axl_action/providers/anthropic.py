@@ -71,7 +71,7 @@ class AnthropicProvider(HttpProvider):
 def parse_usage(raw: Any) -> TokenUsage | None:
     """Anthropic reports cache reads/writes *beside* ``input_tokens``; they are added in so
     ``input_tokens`` means the whole prompt, as for the other providers."""
-    if not isinstance(raw, Mapping) or not any(k in raw for k in ("input_tokens", "output_tokens")):
+    if not isinstance(raw, Mapping) or ("input_tokens" not in raw and "output_tokens" not in raw):
         return None
     cache_read = number(raw.get("cache_read_input_tokens"))
     cache_write = number(raw.get("cache_creation_input_tokens"))

@@ -146,7 +146,7 @@ def _hook_all() -> None:
 
 
 def _begin(
-    method: str, url: str, path: str, headers: Any, body_of: Callable[[], bytes | None]
+    method: str, url: object, path: str, headers: Any, body_of: Callable[[], bytes | None]
 ) -> Exchange | None:
     """The exchange for a request if it is a measured model call, else ``None``."""
     settings = _current()
@@ -193,10 +193,10 @@ class _Tap:
         elif encoding not in ("", "identity"):
             self._decompress = False  # br, zstd...: not decoded here
 
-    def feed(self, raw: bytes, *, decoded: bool = False) -> None:
-        if self._decompress is False and not decoded:
+    def feed(self, raw: bytes) -> None:
+        if self._decompress is False:
             return
-        chunk = self._decompress.decompress(raw) if self._decompress and not decoded else raw
+        chunk = self._decompress.decompress(raw) if self._decompress else raw
         if self._decoder is not None:
             self._decoder.feed(chunk)
         if self._decoder is None or self._keep:
@@ -216,8 +216,8 @@ class _Tap:
             raise
         self.finish(complete=True)
 
-    def finish(self, *, complete: bool, broken: str | None = None, decoded: bool = False) -> None:
-        if self._decompress is False and not decoded:
+    def finish(self, *, complete: bool, broken: str | None = None) -> None:
+        if self._decompress is False:
             broken = broken or "the reply is compressed with an encoding this measurement does not decode"
         if self._decoder is not None:
             if complete:
@@ -252,18 +252,27 @@ def _answered(ex: Exchange, reply: Callable[[int, Mapping[str, str], bytes], Any
     return None
 
 
-@contextlib.contextmanager
-def _sent(ex: Exchange) -> Iterator[None]:
+class _Sent:
     """Around the client's own send: a hooked client it sends through does not measure the
-    call again, and a send that raises (no reply) fails the attempt."""
-    token = _inside.set(True)
-    try:
-        yield
-    except BaseException:
-        ex.failed(0)
-        raise
-    finally:
-        _inside.reset(token)
+    call again, and a send that raises (no reply) fails the attempt.
+
+    A class, not ``@contextlib.contextmanager``: it runs on every measured call, and the
+    generator machinery costs several Python-level calls more."""
+
+    __slots__ = ("_ex", "_token")
+
+    def __init__(self, ex: Exchange) -> None:
+        self._ex = ex
+
+    def __enter__(self) -> None:
+        self._token = _inside.set(True)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if kind is not None:
+                self._ex.failed(0)
+        finally:
+            _inside.reset(self._token)
 
 
 def _succeeded(ex: Exchange, response: Any) -> bool:
@@ -298,7 +307,8 @@ def _httpx_exchange(request: Any) -> Exchange | None:
             return None
         return content if isinstance(content, bytes) else None
 
-    return _begin(request.method, str(request.url), request.url.path, request.headers, body)
+    url = request.url  # an httpx URL: made text only if the exchange reads it
+    return _begin(request.method, url, url.path, request.headers, body)
 
 
 def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -326,7 +336,7 @@ def _httpx_sync(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         answered = _httpx_answered(lib, request, ex)
         if answered is not None:
             return answered
-        with _sent(ex):
+        with _Sent(ex):
             response = original(self, request, *args, **kwargs)
         return _httpx_reply(ex, response, kwargs.get("stream", False), SyncTap)
 
@@ -359,7 +369,7 @@ def _httpx_async(lib: Any, original: Callable[..., Any]) -> Callable[..., Any]:
         answered = _httpx_answered(lib, request, ex)
         if answered is not None:
             return answered
-        with _sent(ex):
+        with _Sent(ex):
             response = await original(self, request, *args, **kwargs)
         return _httpx_reply(ex, response, kwargs.get("stream", False), AsyncTap)
 
@@ -379,12 +389,16 @@ def _httpx_answered(lib: Any, request: Any, ex: Exchange) -> Any:
 def _httpx_reply(ex: Exchange, response: Any, streamed: bool, tap_class: Any) -> Any:
     if not _succeeded(ex, response):
         return response
-    tap = _Tap(ex, response.headers.get("content-type", ""), response.headers.get("content-encoding", ""))
+    headers = response.headers
+    content_type = headers.get("content-type", "")
     if not streamed:
-        # httpx read the whole body inside send: .content is already decoded.
-        tap.feed(response.content, decoded=True)
-        tap.finish(complete=True, decoded=True)
+        # httpx read the whole body inside send: .content is already decoded (so the tap is
+        # told no encoding, and the header is not looked up).
+        tap = _Tap(ex, content_type, "")
+        tap.feed(response.content)
+        tap.finish(complete=True)
         return response
+    tap = _Tap(ex, content_type, headers.get("content-encoding", ""))
     response.stream = tap_class(response.stream, tap)
     return response
 
@@ -411,7 +425,7 @@ def _requests_send(requests: Any, original: Callable[..., Any]) -> Callable[...,
         answered = _answered(ex, functools.partial(_requests_reply, requests, url=url, request=request))
         if answered is not None:
             return answered
-        with _sent(ex):
+        with _Sent(ex):
             response = original(self, request, **kwargs)
         if not _succeeded(ex, response):
             return response

@@ -106,13 +106,14 @@ def recognise_path(method: str, path: str) -> str | None:
     return None
 
 
-_REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "openai.chat": ("messages",),
-    "openai.responses": ("input",),
-    "openai.embeddings": ("input",),
-    "anthropic.messages": ("messages", "max_tokens"),
+_REQUIRED_FIELDS: dict[str, frozenset[str]] = {
+    "openai.chat": frozenset({"messages"}),
+    "openai.responses": frozenset({"input"}),
+    "openai.embeddings": frozenset({"input"}),
+    "anthropic.messages": frozenset({"messages", "max_tokens"}),
 }
 """The body fields each API needs besides ``model``: a body without them passes unmeasured."""
+_NO_FIELDS: frozenset[str] = frozenset()
 
 
 def recognise(api: str, path: str, body: bytes) -> Call | None:
@@ -127,7 +128,8 @@ def recognise(api: str, path: str, body: bytes) -> Call | None:
     if api == "gemini.generate":
         return _gemini_call(api, path)
     model = data.get("model")
-    if not isinstance(model, str) or any(k not in data for k in _REQUIRED_FIELDS.get(api, ())):
+    # A keys-view superset test: one C-level check, not a generator per call.
+    if not isinstance(model, str) or not data.keys() >= _REQUIRED_FIELDS.get(api, _NO_FIELDS):
         return None
     if api == "openai.embeddings":
         return Call(api, "openai", model, False)
@@ -178,7 +180,7 @@ def _check_counts(raw: Any, where: str) -> None:
 
 
 def _responses_usage(raw: Any) -> TokenUsage | None:
-    if not isinstance(raw, dict) or not any(k in raw for k in ("input_tokens", "output_tokens")):
+    if not isinstance(raw, dict) or ("input_tokens" not in raw and "output_tokens" not in raw):
         return None
     details = raw.get("input_tokens_details")
     out_details = raw.get("output_tokens_details")
@@ -354,7 +356,13 @@ class _Logical:
     """One logical call across its attempts (kept in the calling context for retries)."""
 
     op: Operation
-    key: tuple[str, str, bytes]
+    url: object
+    """The first attempt's URL as the client holds it (compared as text, see :meth:`retried_by`)."""
+    headers: Mapping[str, str]
+    body: bytes
+    """The first attempt's request: a later one is its retry when it is the same request
+    (:meth:`retried_by`). Kept whole, not as a key, so that its headers are read only when an
+    attempt failed (most calls never retry, and a client's header lookup is not free)."""
     attempts: int = 0
     rate_limited: int = 0
     retry_ms: float = 0.0
@@ -362,6 +370,16 @@ class _Logical:
     failed_at: float | None = None
     """perf_counter when the last attempt failed (``None``: none failed / it succeeded)."""
     last_status: int = 0
+
+    def retried_by(self, url: object, headers: Mapping[str, str], body: bytes) -> bool:
+        """``(url, headers, body)`` is a retry of this call: the same request (URL, body and
+        idempotency key), not marked as a first attempt (``x-stainless-retry-count: 0``)."""
+        return (
+            self.body == body
+            and str(self.url) == str(url)
+            and headers.get("x-stainless-retry-count") != "0"
+            and self.headers.get("idempotency-key", "") == headers.get("idempotency-key", "")
+        )
 
 
 _last: ContextVar[_Logical | None] = ContextVar("axl_measured_call", default=None)
@@ -390,29 +408,30 @@ class Exchange:
         "_reply",
         "_t0",
         "_ttfb",
+        "_url",
         "call",
         "injected",
+        "keeps_reply",
         "logical",
         "request_body",
         "request_headers",
         "response_headers",
         "settings",
         "status",
-        "url",
     )
 
     def __init__(
         self,
         call: Call,
         settings: Settings,
-        url: str,
+        url: object,
         request_headers: Mapping[str, str],
         request_body: bytes,
         injected: bool,
     ) -> None:
         self.call = call
         self.settings = settings
-        self.url = url
+        self._url = url
         self.request_headers = request_headers
         self.request_body = request_body
         self.injected = injected
@@ -421,6 +440,10 @@ class Exchange:
         self.status = 0
         self.response_headers: dict[str, str] = {}
         """The reply's headers a cache entry keeps (content type, request id)."""
+        cache = settings.cache
+        self.keeps_reply = cache is not None and cache.writes
+        """True when a live reply may be stored: its bytes are kept as they are read (decided
+        once: the hooks and the settlement each ask)."""
         self._key: tuple[str, CacheRequest] | None = None
         self._reply = _Reply(call.api)
         self._t0 = 0.0
@@ -429,13 +452,16 @@ class Exchange:
         self._done = False
         self._lock = threading.Lock()
 
-    # ---- seam 0: the response cache
-
     @property
-    def keeps_reply(self) -> bool:
-        """True when a live reply may be stored: its bytes are kept as they are read."""
-        cache = self.settings.cache
-        return cache is not None and cache.writes
+    def url(self) -> str:
+        """The request URL. Given as the client's own URL object (or text) and made text when
+        first read: most calls never read it (a warning, the capture and the cache key do)."""
+        url = self._url
+        if not isinstance(url, str):
+            url = self._url = str(url)
+        return url
+
+    # ---- seam 0: the response cache
 
     def cache_request(self) -> tuple[str, CacheRequest] | None:
         """The cache key of this call, and the request as keyed: the whole JSON body at its
@@ -529,38 +555,37 @@ class Exchange:
         retracted, or a retry settled ``usage_missing``), and :func:`denied_body` is the reply.
         """
         call = self.call
-        headers = self.request_headers
-        key = (self.url, headers.get("idempotency-key", ""), self.request_body)
-        retry_header = headers.get("x-stainless-retry-count")
         previous = _last.get()
-        now = time.perf_counter()
         logical: _Logical | None = None
         if (
             previous is not None
-            and previous.op.state == "open"
             and previous.failed_at is not None
-            and previous.key == key
-            and retry_header != "0"
+            and previous.op.state == "open"
+            and previous.retried_by(self._url, self.request_headers, self.request_body)
         ):
             logical = previous
-            logical.retry_ms += (now - previous.failed_at) * 1000.0
+            logical.retry_ms += (time.perf_counter() - previous.failed_at) * 1000.0
         else:
-            if previous is not None:
+            if previous is not None and previous.failed_at is not None:
                 _close_failed(previous)
             home = current_scope()
             if home is None:
                 home = self.settings.unattributed
             try:
-                op = open_operation(call.kind, model=f"{call.provider}:{call.model}", home=home)
+                # The first attempt leaves now: opening is its admission check.
+                op = open_operation(
+                    call.kind, model=f"{call.provider}:{call.model}", home=home, dispatched=True
+                )
             except AdmissionDeniedError:
                 return False
-            logical = _Logical(op, key)
+            logical = _Logical(op, self._url, self.request_headers, self.request_body)
             _last.set(logical)
         self.logical = logical
-        try:
-            logical.op.before_dispatch()
-        except AdmissionDeniedError:
-            return False
+        if logical.attempts:  # a retry: admitted again before it is sent
+            try:
+                logical.op.before_dispatch()
+            except AdmissionDeniedError:
+                return False
         logical.attempts += 1
         logical.failed_at = None
         self._t0 = time.perf_counter()
@@ -645,10 +670,17 @@ class Exchange:
             provider_cost = None
             if call.provider == "openai" and isinstance(reply.usage_raw, dict):
                 provider_cost = usable_cost(reply.usage_raw.get("cost"))
+            keeps = self.keeps_reply
             certified = settle_usage(
-                op, model_uri, usage, provider_cost, "provider_reported", self.settings.table()
+                op,
+                model_uri,
+                usage,
+                provider_cost,
+                "provider_reported",
+                self.settings.table(),
+                certify=keeps,
             )
-            if usage is not None and complete and (raw is not None or not events):
+            if keeps and usage is not None and complete and (raw is not None or not events):
                 self._store(parsed, raw, usage, model, certified)
             op.record_timing(
                 model_uri,
@@ -774,6 +806,8 @@ def tool_names(api: str, parsed: Any, events: list[Any]) -> tuple[str, ...]:
     for data in [parsed] if parsed is not None else events:
         if isinstance(data, dict):
             found.extend(_TOOL_READERS.get(api, _gemini_tools)(data))
+    if not found:  # most replies
+        return ()
     return tuple(name for name in found if isinstance(name, str) and name)
 
 
@@ -839,6 +873,8 @@ def settle_usage(
     provider_cost: float | None,
     provenance: str,
     table: PricingTable,
+    *,
+    certify: bool = True,
 ) -> CertifiedCost | None:
     """The one settlement rule for a call's reported usage (spec §7.1), for ``runtime.chat``
     and the application's own SDK calls alike:
@@ -846,16 +882,18 @@ def settle_usage(
     a provider-reported cost is used as it is; else usage priced by the table
     (``price_table_estimate``); usage without a price -> ``unpriced_model`` (never $0); no
     usage -> ``usage_missing``. Returns the cost it settled at with its provenance (what a
-    cache entry certifies, docs/cache.md), or ``None``.
+    cache entry certifies, docs/cache.md), or ``None``; ``certify=False`` (nothing will store
+    the reply) settles the same and returns ``None``: the certificate is a validated model,
+    built on every call otherwise.
     """
-    from axl_action.cache import CertifiedCost
-
     wire = usage.to_wire() if usage is not None else None
     if provider_cost is not None:
         table.note_call(model_uri, "provider_cost")
         op.settle(provider_cost, wire or {}, provenance)
-        if op.state != "settled":
+        if not certify or op.state != "settled":
             return None
+        from axl_action.cache import CertifiedCost  # imported when used: a call-time import is not free
+
         known = provenance if provenance in ("provider_reported", "adapter_reported") else "provider_reported"
         return CertifiedCost(usd=provider_cost, provenance=known)
     if usage is None:
@@ -867,6 +905,10 @@ def settle_usage(
         op.unknown("unpriced_model", wire)
         return None
     op.settle(estimate, wire or {}, "price_table_estimate")
+    if not certify:
+        return None
+    from axl_action.cache import CertifiedCost
+
     return CertifiedCost(
         usd=estimate, provenance="price_table_estimate", price_table=" + ".join(table.sources)
     )

@@ -78,7 +78,7 @@ class OpenAIProvider(HttpProvider):
 def parse_usage(raw: Any) -> TokenUsage | None:
     """OpenAI ``usage``: prompt_tokens already include cached tokens and completion_tokens
     already include reasoning tokens."""
-    if not isinstance(raw, Mapping) or not any(k in raw for k in ("prompt_tokens", "completion_tokens")):
+    if not isinstance(raw, Mapping) or ("prompt_tokens" not in raw and "completion_tokens" not in raw):
         return None
     prompt_details = raw.get("prompt_tokens_details")
     completion_details = raw.get("completion_tokens_details")

@@ -55,6 +55,7 @@ _SNAKE_TO_CAMEL = {
     "cache_write_tokens": "cacheWriteTokens",
     "audio_seconds": "audioSeconds",
 }
+_USAGE_KEYSET = frozenset(USAGE_KEYS)
 _MODEL_KINDS = frozenset({"chat", "stream"})
 _CALL_KINDS = frozenset({"chat", "stream", "embedding", "transcription"})
 """Kinds of operation a scope lists in :attr:`Scope.calls` (the model calls, not tools)."""
@@ -177,16 +178,18 @@ class _Ledger:
             "agentCalls": sum(self.model_calls.values()),
         }
 
-    def add_usage(self, usage: Mapping[str, float] | None) -> None:
-        if not usage:
+    def add_counts(self, counts: _Counts | None) -> None:
+        """Add one settlement's usage (:func:`_counted`)."""
+        if counts is None:
             return
-        for key, value in usage.items():
-            wire = _SNAKE_TO_CAMEL.get(key, key)
-            if wire in self.usage and usable_number(value):
-                self.usage[wire] += value
-        self.tokens["input"] += _get(usage, "inputTokens", "input_tokens")
-        self.tokens["output"] += _get(usage, "outputTokens", "output_tokens")
-        self.tokens["reasoning"] += _get(usage, "reasoningTokens", "reasoning_tokens")
+        pairs, input_tokens, output_tokens, reasoning_tokens = counts
+        usage = self.usage
+        for wire, value in pairs:
+            usage[wire] += value
+        tokens = self.tokens
+        tokens["input"] += input_tokens
+        tokens["output"] += output_tokens
+        tokens["reasoning"] += reasoning_tokens
 
     def add_timing(self, model: str, timing: CallTiming) -> None:
         entry = self.timing.get(model)
@@ -203,9 +206,34 @@ class _Ledger:
             self.samples.setdefault(model, []).append(timing)
 
 
-def _get(usage: Mapping[str, float], camel: str, snake: str) -> float:
-    value = usage.get(camel, usage.get(snake, 0))
-    return value if usable_number(value) else 0
+_Counts = tuple[tuple[tuple[str, float], ...], float, float, float]
+"""A settlement's usage as a ledger adds it: the usable counts by wire name, in the order
+reported, then the input, output and reasoning tokens."""
+
+
+def _counted(usage: Mapping[str, float] | None) -> _Counts | None:
+    """``usage`` checked and named once per settlement, however many scopes enclose the call
+    (each ledger then only adds); ``None`` when nothing was reported."""
+    if not usage:
+        return None
+    pairs = []
+    checked: dict[str, float] = {}  # each count as added (0 when unusable), by its own key
+    for key, value in usage.items():
+        wire = _SNAKE_TO_CAMEL.get(key, key)
+        if wire in _USAGE_KEYSET:
+            if usable_number(value):
+                pairs.append((wire, value))
+                checked[key] = value
+            else:
+                checked[key] = 0
+    # Each sum takes the camelCase count when present (even unusable: then 0), else the
+    # snake_case one: read from the counts just checked, not checked again.
+    return (
+        tuple(pairs),
+        checked.get("inputTokens", checked.get("input_tokens", 0)),
+        checked.get("outputTokens", checked.get("output_tokens", 0)),
+        checked.get("reasoningTokens", checked.get("reasoning_tokens", 0)),
+    )
 
 
 class _ReadOnlyRecord(dict[str, Any]):
@@ -262,6 +290,7 @@ class Scope(Generic[T]):
     __slots__ = (
         "_accounting",
         "_open",
+        "_reach",
         "admission",
         "capture",
         "correlation",
@@ -295,6 +324,10 @@ class Scope(Generic[T]):
         deterministic scorers, workflows that make no call), which a caller can test before
         reading the figures below. Created by the first operation: a ledger is a dozen dicts."""
         self._open: set[Operation] | None = None
+        self._reach: tuple[tuple[Scope[Any], ...], tuple[AdmissionController, ...]] | None = None
+        """The scopes above this one and the admission controllers of the whole chain, once
+        computed (a scope's parent and admission never change). Never this scope itself: a
+        scope holding itself would be a reference cycle, left to the collector."""
         self.status: Literal["fulfilled", "rejected"] = "fulfilled"
         """``fulfilled`` when ``fn`` returned, ``rejected`` when it raised."""
         self.value: T | None = None
@@ -324,12 +357,25 @@ class Scope(Generic[T]):
         return ledger
 
     def chain(self) -> tuple[Scope[Any], ...]:
-        out: list[Scope[Any]] = []
-        node: Scope[Any] | None = self
-        while node is not None:
-            out.append(node)
-            node = node.parent
-        return tuple(out)
+        """This scope and every scope above it, innermost first."""
+        return self.reach()[0]
+
+    def reach(self) -> tuple[tuple[Scope[Any], ...], tuple[AdmissionController, ...]]:
+        """:meth:`chain`, and the admission controllers along it (each once): what every
+        operation opened here is recorded in and admitted by. The part above this scope is
+        computed by its first operation and kept (an item's calls share it; two threads
+        computing it at once get equal values)."""
+        reach = self._reach
+        if reach is None:
+            out: list[Scope[Any]] = []
+            node = self.parent
+            while node is not None:
+                out.append(node)
+                node = node.parent
+            above = tuple(out)
+            reach = self._reach = (above, _controllers((self, *above)))
+        above, controllers = reach
+        return (self, *above), controllers
 
     def opened(self, op: Operation) -> None:
         """``op`` was opened in this scope (callers hold ``_LOCK``)."""
@@ -448,6 +494,7 @@ class Operation:
         "_controllers",
         "_dispatched",
         "_home",
+        "_ledgers",
         "_seq",
         "_state",
         "_timing",
@@ -465,8 +512,12 @@ class Operation:
         self.kind = kind
         self.model = model
         self._home = home
-        self._chain: tuple[Scope[Any], ...] = home.chain() if home is not None else ()
-        self._controllers = _controllers(self._chain)
+        self._chain: tuple[Scope[Any], ...]
+        self._controllers: tuple[AdmissionController, ...]
+        self._chain, self._controllers = home.reach() if home is not None else ((), ())
+        self._ledgers: tuple[_Ledger, ...] = ()
+        """The ledgers of :attr:`_chain`, made by :func:`open_operation` (under ``_LOCK``) and
+        kept: a scope's ledger, once made, is never replaced."""
         self.purpose: Purpose = home.purpose if home is not None else "generation"
         self._state = "open"
         self._dispatched = False
@@ -514,10 +565,10 @@ class Operation:
         if model is None:
             return
         if self.kind in _MODEL_KINDS:
-            for scope in self._chain:
-                calls = scope.open_ledger().model_calls
+            for ledger in self._ledgers:
+                calls = ledger.model_calls
                 calls[model] = calls.get(model, 0) + 1
-        if self.kind in _CALL_KINDS and self._chain:
+        if self.kind in _CALL_KINDS and self._ledgers:
             call: dict[str, Any] = {
                 "operationId": self.id,
                 "model": model,
@@ -531,8 +582,8 @@ class Operation:
                 _time_call(call, self._timing)
             self._call = call
             entry = (self._seq, call)
-            for scope in self._chain:
-                scope.open_ledger().calls.append(entry)
+            for ledger in self._ledgers:
+                ledger.calls.append(entry)
 
     def before_dispatch(self) -> None:
         """Admission check before every HTTP attempt (spec §7.1, §8.2).
@@ -550,8 +601,7 @@ class Operation:
             if self._dispatched:
                 self._unknown_locked("usage_missing", None)
             else:
-                for scope in self._chain:
-                    ledger = scope.open_ledger()
+                for ledger in self._ledgers:
                     ledger.total -= 1
                     ledger.denied += 1
                     left = ledger.by_kind.get(self.kind, 0) - 1
@@ -586,16 +636,16 @@ class Operation:
         self, cost: float, usage: Mapping[str, float] | None, provenance: str, outcome: str = "settled"
     ) -> None:
         bucket = self._bucket()
-        for scope in self._chain:
-            ledger = scope.open_ledger()
-            ledger.add_usage(usage)
+        counts = _counted(usage)
+        for ledger in self._ledgers:
+            ledger.add_counts(counts)
             ledger.settled += 1
             ledger.known_cost += cost
             ledger.breakdown[bucket] += cost
             ledger.provenance[provenance] = ledger.provenance.get(provenance, 0) + cost
         for controller in self._controllers:
             controller.charge(cost)
-        self._close("settled", {"outcome": outcome, "cost": cost, **_tokens(usage)})
+        self._close("settled", {"outcome": outcome, "cost": cost, **_tokens(counts)})
 
     def replay(self, certified: float | None) -> None:
         """Settle a call the response cache answered: billed $0 (nothing was sent, so the
@@ -604,8 +654,7 @@ class Operation:
         with _LOCK:
             if self._state != "open":
                 return
-            for scope in self._chain:
-                ledger = scope.open_ledger()
+            for ledger in self._ledgers:
                 ledger.settled += 1
                 replayed = ledger.replayed
                 if replayed is None:
@@ -624,18 +673,18 @@ class Operation:
                 self._unknown_locked(reason, usage)
 
     def _unknown_locked(self, reason: str, usage: Mapping[str, float] | None) -> None:
-        for scope in self._chain:
-            ledger = scope.open_ledger()
-            ledger.add_usage(usage)
+        counts = _counted(usage)
+        for ledger in self._ledgers:
+            ledger.add_counts(counts)
             ledger.unknown += 1
             ledger.reasons[reason] = ledger.reasons.get(reason, 0) + 1
-        self._close("unknown", {"outcome": "unknown", "reason": reason, **_tokens(usage)})
+        self._close("unknown", {"outcome": "unknown", "reason": reason, **_tokens(counts)})
 
     def record_timing(self, model_uri: str, timing: CallTiming) -> None:
         """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
         with _LOCK:
-            for scope in self._chain:
-                scope.open_ledger().add_timing(model_uri, timing)
+            for ledger in self._ledgers:
+                ledger.add_timing(model_uri, timing)
             self._timing = timing
             if self._call is not None:
                 _time_call(self._call, timing)
@@ -665,39 +714,43 @@ def _time_call(call: dict[str, Any], timing: CallTiming) -> None:
     call["attempts"] = timing.attempts
 
 
-def _tokens(usage: Mapping[str, float] | None) -> dict[str, float]:
+def _tokens(counts: _Counts | None) -> dict[str, float]:
     """A call record's token counts (``EvalItem.calls``): input and output, when reported."""
-    if not usage:
+    if counts is None:
         return {}
-    return {
-        "inputTokens": _get(usage, "inputTokens", "input_tokens"),
-        "outputTokens": _get(usage, "outputTokens", "output_tokens"),
-    }
+    return {"inputTokens": counts[1], "outputTokens": counts[2]}
 
 
-def open_operation(kind: str, *, model: str | None = None, home: Scope[Any] | None = None) -> Operation:
+def open_operation(
+    kind: str, *, model: str | None = None, home: Scope[Any] | None = None, dispatched: bool = False
+) -> Operation:
     """Open an operation in the current scope chain (or ``home``'s, for a call no scope of the
-    calling context owns); refused while any budget there is closed."""
+    calling context owns); refused while any budget there is closed.
+
+    ``dispatched``: the caller sends the first attempt at once, so this admission check is
+    that attempt's :meth:`Operation.before_dispatch` too (one check under one lock, not two
+    back to back)."""
     if kind not in KINDS:
         raise ValueError(f"unknown operation kind {kind!r}; expected one of {', '.join(KINDS)}")
     if home is None:
         home = _current.get()
     op = Operation(kind, model, home)
     with _LOCK:
+        ledgers = op._ledgers = tuple([scope.open_ledger() for scope in op._chain])
         if any(c.closed for c in op._controllers):
-            for scope in op._chain:
-                scope.open_ledger().denied += 1
+            for ledger in ledgers:
+                ledger.denied += 1
             op._state = "retracted"
             raise AdmissionDeniedError(
                 f"{kind} operation refused: the run budget is closed",
                 hint="raise --budget or the eval's budget to admit more spend",
             )
-        for scope in op._chain:
-            ledger = scope.open_ledger()
+        for ledger in ledgers:
             ledger.total += 1
             ledger.by_kind[kind] = ledger.by_kind.get(kind, 0) + 1
         if home is not None:
             home.opened(op)
+        op._dispatched = dispatched
     return op
 
 
