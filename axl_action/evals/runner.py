@@ -308,13 +308,15 @@ class _Items:
     continuation: Continuation
     cancel: threading.Event
     results: list[dict[str, Any] | None] = field(init=False)
-    """One slot per item: ``None`` (not taken), :data:`_IN_FLIGHT`, or the final item."""
-    # Settling (the journal's append and the store below) and a hard stop's count of the items
-    # in flight take turns: an item finishing while the hard stop is being written is either
-    # settled before the count or abandoned, never both (held by the journal yet called lost).
-    settling: threading.Lock = field(init=False, default_factory=threading.Lock)
+    """One slot per item: ``None`` (not taken), :data:`_IN_FLIGHT`, :data:`_SETTLING`, or the
+    final item."""
+    # An item finishing while a hard stop is being written is either settled before the count
+    # or abandoned, never both (held by the journal yet called lost). No lock: a settle marks
+    # its slot _SETTLING, then checks ``abandoned``; the hard stop sets ``abandoned``, waits
+    # for the slots marked before it to end, then counts. A lock taken by every settle (with
+    # the journal's work under it) queued twenty workers on it and doubled a run's time.
     abandoned: bool = field(init=False, default=False)
-    """Set once a hard stop counted the items in flight."""
+    """Set once a hard stop began counting the items in flight."""
 
     def __post_init__(self) -> None:
         self.results = [None] * len(self.raw)
@@ -348,23 +350,36 @@ class _Items:
         self.settle(index, self.run(index))
 
     def settle(self, index: int, item: dict[str, Any]) -> None:
-        with self.settling:
-            if self.abandoned:
-                return  # counted as abandoned in flight: nothing may hold it now
+        results = self.results
+        # Marked before the check: a hard stop that sets ``abandoned`` after this check waits
+        # for the slot to leave _SETTLING (each step is one store or load under the GIL).
+        results[index] = _SETTLING
+        if self.abandoned:
+            results[index] = _IN_FLIGHT  # counted as abandoned in flight: nothing may hold it
+            return
+        try:
             on_settled = self.continuation.on_settled
             if on_settled is not None:
                 on_settled(index, item)
-            self.results[index] = item
+        except BaseException:
+            results[index] = _IN_FLIGHT
+            raise
+        results[index] = item
         if self.state.on_progress is not None:
             self.state.item_done(index, item.get("outcome"))
 
     def abandon(self) -> None:
         """A hard stop left the workers running: tell the journal how many items were in flight."""
-        with self.settling:
-            self.abandoned = True
-            on_abandoned = self.continuation.on_abandoned
-            if on_abandoned is not None:
-                on_abandoned(sum(1 for r in self.results if r is _IN_FLIGHT))
+        self.abandoned = True
+        results = self.results
+        # The settles past their check run no eval code (the journal's append, a store): they
+        # end soon. One that marks its slot after this wait sees ``abandoned`` and puts the
+        # slot back in flight, so a slot still _SETTLING in the count is in flight.
+        while any(r is _SETTLING for r in results):
+            time.sleep(0.001)
+        on_abandoned = self.continuation.on_abandoned
+        if on_abandoned is not None:
+            on_abandoned(sum(1 for r in results if r is _IN_FLIGHT or r is _SETTLING))
 
     def settled(self) -> list[dict[str, Any]]:
         """The items of the finished run, in result order."""
@@ -617,6 +632,8 @@ def _stub(raw: Mapping[str, Any], outcome: str, error: str) -> dict[str, Any]:
 
 _IN_FLIGHT: dict[str, Any] = {}
 """Marks an item a worker has taken and not yet settled (compared by identity)."""
+_SETTLING: dict[str, Any] = {}
+"""Marks an item whose settle is checking ``abandoned`` or under way (compared by identity)."""
 
 
 def _cancelled_stub(raw: Mapping[str, Any]) -> dict[str, Any]:

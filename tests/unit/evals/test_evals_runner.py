@@ -485,3 +485,51 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
     # workflows' 10 s waits sees both settled and none abandoned, which is also "never both".
     assert len(abandoned) == 1 and len(settled) == len(set(settled))
     assert abandoned[0] + len(settled) == 2, (abandoned, settled)
+
+
+def test_a_hard_stop_waits_for_a_settle_under_way_and_counts_that_item_settled() -> None:
+    # The journal's work runs outside the settle lock (workers no longer queue on it): a hard
+    # stop that lands while item 0 is being journaled must wait for that settle, so item 0 is
+    # settled and only the stuck item 1 is counted in flight.
+    import signal
+
+    from axl_action.evals.continuation import Continuation
+    from axl_action.evals.runner import execute_run
+
+    release = threading.Event()
+    stuck = threading.Event()
+    settled: list[int] = []
+    abandoned: list[int] = []
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def workflow(value: Any, runtime: Any) -> Any:
+        if value["n"] == 1:
+            stuck.set()
+            release.wait(10)
+        else:
+            stuck.wait(10)
+        return value["n"]
+
+    def on_settled(index: int, item: dict[str, Any]) -> None:
+        signal.pthread_kill(main, signal.SIGUSR1)  # the hard stop lands mid-settle
+        time.sleep(0.3)  # a slow journal write
+        settled.append(index)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise _Stop
+
+    definition = define_eval("race", dataset("race", items=items(2)), [EXACT], execute_workflow=workflow)
+    previous = signal.signal(signal.SIGUSR1, stop)
+    try:
+        with pytest.raises(_Stop):
+            execute_run(
+                definition,
+                Runtime(),
+                concurrency=2,
+                continuation=Continuation(on_settled=on_settled, on_abandoned=abandoned.append),
+            )
+    finally:
+        release.set()
+        signal.signal(signal.SIGUSR1, previous)
+    assert settled == [0] and abandoned == [1]
