@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -430,22 +432,48 @@ class _Stop(BaseException):
     """What the CLI's hard stop is: a BaseException raised in the main thread."""
 
 
-def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_never_both() -> None:
-    # Item 0 finishes right after the hard stop counted it in flight; item 1 is stuck. Before
-    # the settle lock, item 0 reached the journal (on_settled) after being counted abandoned,
-    # so the CLI said "no result holds them" about an item the partial result held.
-    import signal
-
+def _run_into_a_hard_stop(
+    workflow: Any, on_settled: Any, on_abandoned: Any, after: Callable[[], None]
+) -> None:
+    """Run a two-item eval at concurrency 2 until SIGUSR1 (sent by the test's own code) raises
+    the CLI's hard stop in the main thread; ``after`` runs before the handler is put back."""
     from axl_action.evals.continuation import Continuation
     from axl_action.evals.runner import execute_run
 
+    def stop(_signum: int, _frame: Any) -> None:
+        raise _Stop
+
+    definition = define_eval("race", dataset("race", items=items(2)), [EXACT], execute_workflow=workflow)
+    previous = signal.signal(signal.SIGUSR1, stop)
+    try:
+        with pytest.raises(_Stop):
+            execute_run(
+                definition,
+                Runtime(),
+                concurrency=2,
+                continuation=Continuation(on_settled=on_settled, on_abandoned=on_abandoned),
+            )
+    finally:
+        after()
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def _main_thread() -> int:
+    main = threading.main_thread().ident
+    assert main is not None
+    return main
+
+
+def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_never_both() -> None:
+    # Item 0 finishes right after the hard stop counted it in flight; item 1 is stuck. Before
+    # the settle check, item 0 reached the journal (on_settled) after being counted abandoned,
+    # so the CLI said "no result holds them" about an item the partial result held.
     counted = threading.Event()
     release = threading.Event()
     stuck = threading.Event()
     settled: list[int] = []
     abandoned: list[int] = []
-    main = threading.main_thread().ident
-    assert main is not None
+    main = _main_thread()
 
     def workflow(value: Any, runtime: Any) -> Any:
         if value["n"] == 0:
@@ -457,29 +485,15 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
             release.wait(10)
         return value["n"]
 
-    def stop(_signum: int, _frame: Any) -> None:
-        raise _Stop
-
     def on_abandoned(n: int) -> None:
         abandoned.append(n)
         counted.set()
 
-    definition = define_eval("race", dataset("race", items=items(2)), [EXACT], execute_workflow=workflow)
-    previous = signal.signal(signal.SIGUSR1, stop)
-    try:
-        with pytest.raises(_Stop):
-            execute_run(
-                definition,
-                Runtime(),
-                concurrency=2,
-                continuation=Continuation(
-                    on_settled=lambda index, item: settled.append(index), on_abandoned=on_abandoned
-                ),
-            )
+    def after() -> None:
         time.sleep(0.2)  # item 0's worker returns from its workflow and tries to settle
-    finally:
         release.set()
-        signal.signal(signal.SIGUSR1, previous)
+
+    _run_into_a_hard_stop(workflow, lambda index, item: settled.append(index), on_abandoned, after)
     # Never both: every started item is either counted abandoned or settled, once. On time,
     # the count is 2 and nothing settles; a machine so loaded that the signal lands after the
     # workflows' 10 s waits sees both settled and none abandoned, which is also "never both".
@@ -488,20 +502,14 @@ def test_an_item_finishing_during_a_hard_stop_is_either_settled_or_abandoned_nev
 
 
 def test_a_hard_stop_waits_for_a_settle_under_way_and_counts_that_item_settled() -> None:
-    # The journal's work runs outside the settle lock (workers no longer queue on it): a hard
-    # stop that lands while item 0 is being journaled must wait for that settle, so item 0 is
+    # The journal's work runs outside any lock (workers no longer queue on one): a hard stop
+    # that lands while item 0 is being journaled must wait for that settle, so item 0 is
     # settled and only the stuck item 1 is counted in flight.
-    import signal
-
-    from axl_action.evals.continuation import Continuation
-    from axl_action.evals.runner import execute_run
-
     release = threading.Event()
     stuck = threading.Event()
     settled: list[int] = []
     abandoned: list[int] = []
-    main = threading.main_thread().ident
-    assert main is not None
+    main = _main_thread()
 
     def workflow(value: Any, runtime: Any) -> Any:
         if value["n"] == 1:
@@ -516,20 +524,5 @@ def test_a_hard_stop_waits_for_a_settle_under_way_and_counts_that_item_settled()
         time.sleep(0.3)  # a slow journal write
         settled.append(index)
 
-    def stop(_signum: int, _frame: Any) -> None:
-        raise _Stop
-
-    definition = define_eval("race", dataset("race", items=items(2)), [EXACT], execute_workflow=workflow)
-    previous = signal.signal(signal.SIGUSR1, stop)
-    try:
-        with pytest.raises(_Stop):
-            execute_run(
-                definition,
-                Runtime(),
-                concurrency=2,
-                continuation=Continuation(on_settled=on_settled, on_abandoned=abandoned.append),
-            )
-    finally:
-        release.set()
-        signal.signal(signal.SIGUSR1, previous)
+    _run_into_a_hard_stop(workflow, on_settled, abandoned.append, release.set)
     assert settled == [0] and abandoned == [1]
