@@ -137,17 +137,20 @@ class Dataset:
             if first_bad is not None:
                 raise first_bad[1]
             return out
-        at = [f"{where} {position}" for position, _ in rows[: len(inputs)]]
-        valid_inputs, input_bad = _validate_all(self._schema, inputs, at, "input")
-        valid_notes, note_bad = _validate_all(
-            self._annotations_schema, notes, [at[i] for i in noted], "annotations"
-        )
+        valid_inputs, input_bad = _validate_all(self._schema, inputs)
+        valid_notes, note_bad = _validate_all(self._annotations_schema, notes)
+
+        def failed(row: int, field: str, problems: str) -> DatasetError:
+            # Named only for the row that failed: no label is made per row.
+            return DatasetError(f"{where} {rows[row][0]} {field} failed validation: {problems}")
+
         # The earliest row wins; within one row the input is reported before its annotations.
         found: list[tuple[int, int, DatasetError]] = []
         if input_bad is not None:
-            found.append((input_bad[0], 0, input_bad[1]))
+            found.append((input_bad[0], 0, failed(input_bad[0], "input", input_bad[1])))
         if note_bad is not None:
-            found.append((noted[note_bad[0]], 1, note_bad[1]))
+            row = noted[note_bad[0]]
+            found.append((row, 1, failed(row, "annotations", note_bad[1])))
         if first_bad is not None:
             found.append((first_bad[0], 2, first_bad[1]))
         if found:
@@ -259,10 +262,8 @@ def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
     return TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
-def _validate_all(
-    validator: Validator | None, values: list[Any], at: list[str], field: str
-) -> tuple[list[Any], tuple[int, DatasetError] | None]:
-    """Validate one column; returns the values and (index, error) of the first failure, if any."""
+def _validate_all(validator: Validator | None, values: list[Any]) -> tuple[list[Any], tuple[int, str] | None]:
+    """Validate one column; returns the values and (index, problems) of the first failure."""
     if validator is None or not values:
         return values, None
     if _is_model(validator):
@@ -277,7 +278,7 @@ def _validate_all(
                 for err in errors
                 if err["loc"][0] == index
             )
-            return values, (index, DatasetError(f"{at[index]} {field} failed validation: {problems}"))
+            return values, (index, problems)
         return adapter.dump_python(models, mode="json", by_alias=True), None
     check = cast(Callable[[Any], Any], validator)
     out: list[Any] = []
@@ -285,7 +286,7 @@ def _validate_all(
         try:
             out.append(check(value))
         except Exception as exc:
-            return values, (index, DatasetError(f"{at[index]} {field} failed validation: {exc}"))
+            return values, (index, str(exc))
     return out, None
 
 
