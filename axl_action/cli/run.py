@@ -271,7 +271,7 @@ def run(argv: list[str]) -> int:
     runtime = runtime_from_flags(args, os.environ)
     runtime.stream_usage = args.stream_usage
     interrupt = Interrupt(grace=grace)
-    args.recorder = _source_recorder(args)
+    args.recorder = _source_recorder(args, runtime)
     session = _journal(args, interrupt) if args.output else None
     results: list[dict[str, Any]] = []
     with journaled(runtime, interrupt, session) as outcome:
@@ -554,13 +554,15 @@ def _sequential_plan(args: argparse.Namespace, dataset: str, label: str) -> Any:
     return SequentialPlan(baseline=runs, max_repeats=cap, thresholds=args.threshold)
 
 
-def _source_recorder(args: argparse.Namespace) -> Any:
-    """The recorder of ``metadata.sources``, its ``open`` audit hook installed for this command."""
+def _source_recorder(args: argparse.Namespace, runtime: Any) -> Any:
+    """The recorder of ``metadata.sources``, its ``open`` audit hook installed for this command.
+    The response cache's folder is the tool's, not the eval's: its entries are not recorded."""
     if not args.record_sources:
         return None
     from axl_action.evals.sources import SourceRecorder
 
-    recorder = SourceRecorder(Path(args.sources_root or Path.cwd()))
+    ignore = [runtime.cache.store.root] if runtime.cache is not None else []
+    recorder = SourceRecorder(Path(args.sources_root or Path.cwd()), ignore=ignore)
     # Interpreter-wide, and for good: this command alone installs it; it is idle unless active.
     sys.addaudithook(recorder.on_audit)
     return recorder

@@ -40,10 +40,22 @@ def _relative(path: str | Path, root: Path, folders: dict[str, str] | None = Non
 
 
 class SourceRecorder:
-    """Collects the repository files opened while active, and the repository modules loaded."""
+    """Collects the repository files opened while active, and the repository modules loaded.
 
-    def __init__(self, root: Path) -> None:
+    ``ignore`` names folders the tool itself reads from while an eval runs (the response
+    cache): what is opened below them is not the eval's input, so it is not recorded.
+    """
+
+    def __init__(self, root: Path, ignore: Iterable[Path] = ()) -> None:
         self.root = root.resolve()
+        # Both spellings of each folder, so the test on every open stays textual: a cache
+        # hit must not pay a symlink walk, and an entry must never become a "data file"
+        # (the record would list every entry read and change whenever the cache does).
+        prefixes: set[str] = set()
+        for folder in ignore:
+            prefixes.add(os.path.join(os.path.abspath(folder), ""))
+            prefixes.add(os.path.join(os.path.realpath(folder), ""))
+        self._ignore = tuple(sorted(prefixes))
         self.active = False
         self.opened: set[str] = set()
         # The hook runs on every open: each path's verdict and each folder's resolution once.
@@ -64,6 +76,8 @@ class SourceRecorder:
         if isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
             return
         path = os.path.abspath(os.fsdecode(target))  # the key holds if the eval changes directory
+        if self._ignore and path.startswith(self._ignore):
+            return
         if path in self._verdicts:
             rel = self._verdicts[path]
         else:

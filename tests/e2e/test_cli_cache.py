@@ -139,6 +139,30 @@ def test_each_repeat_of_runs_has_its_own_entries(tmp_path: Path, server: FakeLLM
     assert [r["accounting"]["replayed"]["calls"] for r in runs] == [5, 5]
 
 
+def test_the_entries_a_run_reads_are_not_recorded_as_the_evals_data_files(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    # The default cache folder lies under the sources root. Its entries are the tool's, not
+    # the eval's input: recorded, they would list every entry read and change the record
+    # (so a scoped run would re-run the eval) whenever the cache gained an entry.
+    (tmp_path / "cached_eval.py").write_text(CACHED_EVAL)
+    (tmp_path / "prompt.txt").write_text("Say ok to item")
+    reading = CACHED_EVAL.replace(
+        'PROMPT = os.environ.get("PROMPT", "Say ok to item")', 'PROMPT = open("prompt.txt").read()'
+    )
+    (tmp_path / "cached_eval.py").write_text(reading)
+    env = _env(server, ITEMS="4")
+    records = []
+    for name in ("a.json", "b.json"):
+        ran = _axl(["cached_eval.py", "--cache", "on", "--output", name], env, tmp_path)
+        assert ran.returncode == 0, ran.stderr
+        records.append(_result(tmp_path / name)["metadata"]["sources"])
+    assert _chat_requests(server) == 4  # the second run was served from the cache
+    assert _result(tmp_path / "b.json")["accounting"]["replayed"]["calls"] == 4
+    assert set(records[1]["data"]) == {"prompt.txt"}, records[1]["data"]
+    assert records[0] == records[1]
+
+
 def test_replay_never_calls_a_model_and_a_miss_names_the_field_that_differs(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

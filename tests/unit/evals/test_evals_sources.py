@@ -40,6 +40,18 @@ def test_records_opened_reads_and_hashes_env_without_storing_it(tmp_path: Path) 
     assert "s3cr3t" not in sources.model_dump_json()
 
 
+def test_opens_below_an_ignored_folder_are_not_recorded_under_either_spelling(tmp_path: Path) -> None:
+    (tmp_path / "real-cache" / "entries").mkdir(parents=True)
+    (tmp_path / "real-cache" / "entries" / "ab").write_text("{}")
+    (tmp_path / "cache").symlink_to(tmp_path / "real-cache")
+    rec = SourceRecorder(tmp_path, ignore=[tmp_path / "cache"])
+    rec.start()
+    rec.on_audit("open", (str(tmp_path / "cache" / "entries" / "ab"), "rb", os.O_RDONLY))
+    rec.on_audit("open", (str(tmp_path / "real-cache" / "entries" / "ab"), "rb", os.O_RDONLY))
+    rec.on_audit("open", (str(tmp_path / "cache-notes.txt"), "r", os.O_RDONLY))  # a sibling is not below
+    assert rec.opened == {"cache-notes.txt"}
+
+
 def test_inactive_recorder_ignores_opens(tmp_path: Path) -> None:
     rec = _recorder(tmp_path)
     rec.on_audit("open", (str(tmp_path / "prompt.txt"), "r", 0))
