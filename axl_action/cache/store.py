@@ -127,6 +127,25 @@ class _Flight:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+def _read_whole(path: str) -> tuple[bytes, float]:
+    """The bytes of the file at ``path`` and its mtime, in one ``open``, one ``fstat`` and
+    (nearly always) one ``read``: a hit's own cost beside the file system's. An entry file
+    never changes once it is in place (it is renamed there whole), so its size at the
+    ``fstat`` is its size; a short read is read on until the end all the same."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        stat = os.fstat(fd)
+        data = os.read(fd, stat.st_size + 1)
+        while len(data) <= stat.st_size:
+            more = os.read(fd, stat.st_size + 1 - len(data))
+            if not more:
+                break
+            data += more
+        return data, stat.st_mtime
+    finally:
+        os.close(fd)
+
+
 class DirectoryStore:
     """Entries in a local directory (see the module docstring for layout and guarantees).
 
@@ -156,6 +175,9 @@ class DirectoryStore:
         self.clock = clock
         self._warn = warn or log.warning
         self._entries = self.root / "entries"
+        # The entries folder as a string ending in a separator: every lookup builds its path
+        # from it by concatenation, where three pathlib joins cost a fifth of a hit.
+        self._entries_prefix = os.path.join(self._entries, "")
         self._tmp = self.root / "tmp"
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
@@ -205,7 +227,10 @@ class DirectoryStore:
 
     def path_of(self, key: str) -> Path:
         """Where the entry of ``key`` lives (two levels of fan-out)."""
-        return self._entries / key[:2] / key[2:4] / key
+        return Path(self._entry_path(key))
+
+    def _entry_path(self, key: str) -> str:
+        return f"{self._entries_prefix}{key[:2]}{os.sep}{key[2:4]}{os.sep}{key}"
 
     def _write_atomic(self, final: Path, data: bytes) -> None:
         write_atomic(final, data, tmp_dir=self._tmp)
@@ -241,7 +266,7 @@ class DirectoryStore:
         # by another process in between was still read whole.
         if now - mtime > TOUCH_SECONDS:
             with contextlib.suppress(OSError):
-                os.utime(self.path_of(key), (now, now))
+                os.utime(self._entry_path(key), (now, now))
         return entry
 
     def _read(self, key: str) -> CacheEntry | None:
@@ -251,20 +276,18 @@ class DirectoryStore:
     def _read_with_mtime(self, key: str) -> tuple[CacheEntry, float] | None:
         if not is_cache_key(key):
             raise CacheError(f"{key!r} is not a cache key", hint="keys come from axl_action.cache.cache_key")
-        path = self.path_of(key)
+        path = self._entry_path(key)
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-                mtime = os.fstat(fh.fileno()).st_mtime
+            data, mtime = _read_whole(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            self._damaged(key, path, f"it cannot be read ({exc.strerror or exc})")
+            self._damaged(key, Path(path), f"it cannot be read ({exc.strerror or exc})")
             return None
         try:
             return decode_entry(data, key), mtime
         except DamagedEntry as exc:
-            self._damaged(key, path, str(exc))
+            self._damaged(key, Path(path), str(exc))
             self._remove(key)
             return None
 
