@@ -7,9 +7,9 @@ argparse, whose usage dumps and prefix matching the reference does not have.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from axl_action import values
 from axl_action.errors import UsageError
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from axl_action.compare.gates import GateOptions
     from axl_action.compare.thresholds import Thresholds
 
+T = TypeVar("T")
 
 #: The value flags that decide the gates, shared by ``compare`` and ``report``.
 GATE_VALUE_FLAGS = (
@@ -83,12 +84,19 @@ def scan(argv: Sequence[str], value_flags: Sequence[str], bool_flags: Sequence[s
     return Scanned(values=values, flags=frozenset(flags), positionals=positionals)
 
 
+def flag_value(parse: Callable[[str], T], raw: str, message: str, *, hint: str | None = None) -> T:
+    """The one rule of a flag's value: ``parse`` (a :mod:`axl_action.values` parser) reads
+    ``raw``, and the ``ValueError`` it refuses a text with becomes one ``UsageError`` worded for
+    the flag (``message``), with no traceback chained to it."""
+    try:
+        return parse(raw)
+    except ValueError:
+        raise UsageError(message, hint=hint) from None
+
+
 def error_rate(flag: str, raw: str) -> float:
     """``parseErrorRateFlag``: digits with an optional decimal point, within [0, 1]."""
-    try:
-        return values.rate(raw)
-    except ValueError:
-        raise UsageError(f'{flag} must be a number in [0, 1], got "{raw}"') from None
+    return flag_value(values.rate, raw, f'{flag} must be a number in [0, 1], got "{raw}"')
 
 
 def thresholds(raw: str) -> float | Mapping[str, float] | Literal["auto"]:
@@ -109,21 +117,17 @@ def thresholds(raw: str) -> float | Mapping[str, float] | Literal["auto"]:
 
 def percentage(flag: str, raw: str) -> float:
     """A non-negative percentage, with or without a trailing ``%``."""
-    try:
-        return values.percentage(raw)
-    except ValueError:
-        raise UsageError(
-            f'{flag} must be a non-negative percentage, got "{raw}"',
-            hint=f"e.g. {flag} 10 allows up to +10% cost per run",
-        ) from None
+    return flag_value(
+        values.percentage,
+        raw,
+        f'{flag} must be a non-negative percentage, got "{raw}"',
+        hint=f"e.g. {flag} 10 allows up to +10% cost per run",
+    )
 
 
 def integer(flag: str, raw: str) -> int:
     """A whole number (negative allowed)."""
-    try:
-        return values.integer(raw)
-    except ValueError:
-        raise UsageError(f'{flag} must be an integer, got "{raw}"') from None
+    return flag_value(values.integer, raw, f'{flag} must be an integer, got "{raw}"')
 
 
 @dataclass(frozen=True)

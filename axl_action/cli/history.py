@@ -8,12 +8,13 @@ written; 1 for a bad flag or an unreadable file, with one line saying which.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from axl_action import values
-from axl_action.cli.flags import scan
+from axl_action.cli.flags import flag_value, scan
 from axl_action.errors import UsageError
 
 if TYPE_CHECKING:
@@ -54,10 +55,11 @@ _BOOL_FLAGS: tuple[str, ...] = ()
 def _limit(raw: str) -> int:
     from axl_action.history import MAX_ROWS
 
-    try:
-        return values.whole_number(raw, low=1, high=MAX_ROWS)
-    except ValueError:
-        raise UsageError(f'--limit must be a whole number from 1 to {MAX_ROWS}, got "{raw}"') from None
+    return flag_value(
+        functools.partial(values.whole_number, low=1, high=MAX_ROWS),
+        raw,
+        f'--limit must be a whole number from 1 to {MAX_ROWS}, got "{raw}"',
+    )
 
 
 def run(argv: list[str], *, out: TextIO | None = None) -> int:

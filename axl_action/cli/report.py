@@ -10,6 +10,7 @@ with ``--fail-on-gate``, 1 when a gate failed or refused (after writing the repo
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from axl_action.cli.commands import compare_and_gate, help_requested
-from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
+from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, flag_value, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 from axl_action.values import whole_number
 
@@ -134,13 +135,12 @@ def parse_args(argv: Sequence[str]) -> ReportArgs:
 def _text_limit(raw: str | None) -> int | None:
     if raw is None:
         return None
-    try:
-        return whole_number(raw, low=0)
-    except ValueError:
-        raise UsageError(
-            f"--report-text-limit must be a whole number of characters, got {raw!r}",
-            hint="0 keeps every output whole",
-        ) from None
+    return flag_value(
+        functools.partial(whole_number, low=0),
+        raw,
+        f"--report-text-limit must be a whole number of characters, got {raw!r}",
+        hint="0 keeps every output whole",
+    )
 
 
 def _write(path: str, text: str) -> Path:
