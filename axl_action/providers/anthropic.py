@@ -11,7 +11,6 @@ from axl_action.providers.base import (
     ParsedReply,
     dig,
     number,
-    str_or_none,
 )
 from axl_action.providers.types import ChatRequest, TokenUsage
 
@@ -59,12 +58,12 @@ class AnthropicProvider(HttpProvider):
         text = "".join(
             str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
         )
-        return ParsedReply(
-            text=text,
-            usage=parse_usage(body.get("usage")),
-            model=str(body.get("model") or ""),
-            finish_reason=str_or_none(body.get("stop_reason")),
-            request_id=str_or_none(body.get("id")),
+        return ParsedReply.from_wire(
+            text,
+            parse_usage(body.get("usage")),
+            model=body.get("model"),
+            finish_reason=body.get("stop_reason"),
+            request_id=body.get("id"),
         )
 
 

@@ -57,6 +57,29 @@ class ParsedReply:
     provider_cost: float | None = None
     request_id: str | None = None
 
+    @classmethod
+    def from_wire(
+        cls,
+        text: str,
+        usage: TokenUsage | None,
+        *,
+        model: Any,
+        finish_reason: Any,
+        request_id: Any = None,
+        provider_cost: float | None = None,
+    ) -> ParsedReply:
+        """The reply from its fields as the body holds them, read by one rule for every adapter:
+        the model is text (``""`` when absent), the finish reason and request id are text or
+        ``None`` (a provider that sends another JSON value there has not said one)."""
+        return cls(
+            text=text,
+            usage=usage,
+            model=str(model or ""),
+            finish_reason=str_or_none(finish_reason),
+            provider_cost=provider_cost,
+            request_id=str_or_none(request_id),
+        )
+
 
 def require_env(env: Mapping[str, str], *names: str, provider: str) -> str:
     """The first non-empty variable among ``names``; a clear error naming them otherwise."""

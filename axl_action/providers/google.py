@@ -12,7 +12,6 @@ from axl_action.providers.base import (
     ParsedReply,
     dig,
     number,
-    str_or_none,
 )
 from axl_action.providers.types import ChatRequest, TokenUsage
 
@@ -74,12 +73,12 @@ class GoogleProvider(HttpProvider):
             str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and not p.get("thought")
         )
         finish = candidates[0].get("finishReason") if isinstance(candidates[0], Mapping) else None
-        return ParsedReply(
-            text=text,
-            usage=parse_usage(body.get("usageMetadata")),
-            model=str(body.get("modelVersion") or ""),
-            finish_reason=str_or_none(finish),
-            request_id=str_or_none(body.get("responseId")),
+        return ParsedReply.from_wire(
+            text,
+            parse_usage(body.get("usageMetadata")),
+            model=body.get("modelVersion"),
+            finish_reason=finish,
+            request_id=body.get("responseId"),
         )
 
 

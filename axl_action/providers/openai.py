@@ -12,7 +12,6 @@ from axl_action.providers.base import (
     ParsedReply,
     dig,
     number,
-    str_or_none,
     usable_cost,
 )
 from axl_action.providers.types import ChatRequest, TokenUsage
@@ -66,11 +65,11 @@ class OpenAIProvider(HttpProvider):
         if not isinstance(content, str):
             raise MalformedResponseError("choices[0].message.content is not a string")
         usage_raw = body.get("usage") if isinstance(body, Mapping) else None
-        return ParsedReply(
-            text=content,
-            usage=parse_usage(usage_raw),
-            model=str(body.get("model") or ""),
-            finish_reason=str_or_none(dig(body, "choices", 0).get("finish_reason")),
+        return ParsedReply.from_wire(
+            content,
+            parse_usage(usage_raw),
+            model=body.get("model"),
+            finish_reason=dig(body, "choices", 0).get("finish_reason"),
             provider_cost=usable_cost(usage_raw.get("cost")) if isinstance(usage_raw, Mapping) else None,
         )
 
