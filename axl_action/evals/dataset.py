@@ -26,12 +26,18 @@ _ROW_KEYS = frozenset({"input", "annotations"})
 
 
 class Dataset:
-    """A named list of eval items, loaded (and validated) on each :meth:`get_items` call."""
+    """A named list of eval items, loaded (and validated) on each :meth:`get_items` call.
+
+    Exactly one of ``items`` (inline rows) or ``file`` (JSON array / JSONL). ``file`` is
+    resolved against ``base_path`` (default: the current directory; eval files usually pass
+    ``Path(__file__).parent``). ``schema`` / ``annotations_schema`` are pydantic model classes
+    (inputs are validated and dumped back to plain JSON data) or callables that return the
+    validated value and raise on bad input.
+    """
 
     def __init__(
         self,
         name: str,
-        *,
         items: Sequence[Mapping[str, Any]] | None = None,
         file: str | Path | None = None,
         base_path: str | Path | None = None,
@@ -173,31 +179,9 @@ class Dataset:
         return out
 
 
-def dataset(
-    name: str,
-    items: Sequence[Mapping[str, Any]] | None = None,
-    file: str | Path | None = None,
-    base_path: str | Path | None = None,
-    schema: Validator | None = None,
-    annotations_schema: Validator | None = None,
-    on_extra_annotation_keys: ExtraKeysPolicy = "warn",
-) -> Dataset:
-    """Define a dataset: exactly one of ``items`` (inline rows) or ``file`` (JSON array / JSONL).
-
-    ``file`` is resolved against ``base_path`` (default: the current directory; eval files
-    usually pass ``Path(__file__).parent``). ``schema`` / ``annotations_schema`` are pydantic
-    model classes (inputs are validated and dumped back to plain JSON data) or callables that
-    return the validated value and raise on bad input.
-    """
-    return Dataset(
-        name,
-        items=items,
-        file=file,
-        base_path=base_path,
-        schema=schema,
-        annotations_schema=annotations_schema,
-        on_extra_annotation_keys=on_extra_annotation_keys,
-    )
+dataset = Dataset
+"""Define a dataset: ``dataset(name, items=None, file=None, ...)`` is the :class:`Dataset` itself,
+so its parameters and their defaults are written once."""
 
 
 def _is_jsonl(path: Path) -> bool:
