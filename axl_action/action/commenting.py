@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Unpack
 
 from axl_action.action.gating import Evaluation
 from axl_action.action.job import Job
+from axl_action.action.ports import CommentRequest
 from axl_action.action.relay import RelayManifest, relay_artifact_files, relay_artifact_name
 from axl_action.errors import ActionPublishError
 from axl_action.github.api import GitHubApi
 from axl_action.github.comments import (
-    CommentMode,
     CommentResult,
     GateVerdict,
     find_sticky_comment,
@@ -39,17 +40,9 @@ class StickyCommenter:
     suite: str
     author: str | None = None
 
-    def upsert(
-        self,
-        *,
-        pr_number: int,
-        body: str,
-        head_sha: str,
-        comment_mode: CommentMode,
-        verdict: GateVerdict,
-        changed: bool,
-    ) -> CommentResult:
+    def upsert(self, **request: Unpack[CommentRequest]) -> CommentResult:
         """Post or update as ``comment_mode`` allows; raises GitHubPermissionError on a read-only token."""
+        pr_number, comment_mode = request["pr_number"], request["comment_mode"]
         if comment_mode == "off":
             return CommentResult(action="skipped", reason="comment: off")
         login = self.author or resolve_comment_author(self.client)
@@ -59,11 +52,17 @@ class StickyCommenter:
             existing = find_sticky_comment(
                 self.client, self.repo, pr_number, suite=self.suite, authors=[login]
             )
-        if not should_post(comment_mode, verdict, changed, existing is not None):
+        if not should_post(comment_mode, request["verdict"], request["changed"], existing is not None):
             why = "no gate failed" if comment_mode == "on-failure" else "nothing changed"
             return CommentResult(action="skipped", reason=f"comment: {comment_mode} and {why}")
         return upsert_sticky_comment(
-            self.client, self.repo, pr_number, body, suite=self.suite, head_sha=head_sha, author=login
+            self.client,
+            self.repo,
+            pr_number,
+            request["body"],
+            suite=self.suite,
+            head_sha=request["head_sha"],
+            author=login,
         )
 
 

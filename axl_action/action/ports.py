@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 from axl_action.action.evalstep import EvalRequest, EvalRun
 from axl_action.github.actions_cache import RestoredCache
@@ -99,19 +99,23 @@ RunEvals = Callable[[EvalRequest], EvalRun]
 Clock = Callable[[], datetime]
 
 
+class CommentRequest(TypedDict):
+    """The keyword arguments of :meth:`Commenter.upsert`, written once for the port and the
+    commenter that implements it (``action.commenting.StickyCommenter``)."""
+
+    pr_number: int
+    body: str
+    head_sha: str
+    comment_mode: CommentMode
+    verdict: GateVerdict
+    changed: bool
+    """The comparison found something worth telling (``github.comments.should_post``)."""
+
+
 class Commenter(Protocol):
     """Keeps the one sticky PR comment of a suite (``action.commenting.StickyCommenter``)."""
 
-    def upsert(
-        self,
-        *,
-        pr_number: int,
-        body: str,
-        head_sha: str,
-        comment_mode: CommentMode,
-        verdict: GateVerdict,
-        changed: bool,
-    ) -> CommentResult:
+    def upsert(self, **request: Unpack[CommentRequest]) -> CommentResult:
         """Create or update the comment as ``comment_mode`` allows; a read-only token raises
         ``GitHubPermissionError``."""
         ...
