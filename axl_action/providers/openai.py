@@ -17,6 +17,8 @@ from axl_action.providers.base import (
 from axl_action.providers.types import ChatRequest, TokenUsage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_MAPPINGS = (dict, Mapping)
+"""A mapping, ``dict`` tested first: a parsed JSON object passes without the ABC check."""
 
 
 class OpenAIProvider(HttpProvider):
@@ -76,14 +78,18 @@ class OpenAIProvider(HttpProvider):
 
 def parse_usage(raw: Any) -> TokenUsage | None:
     """OpenAI ``usage``: prompt_tokens already include cached tokens and completion_tokens
-    already include reasoning tokens."""
-    if not isinstance(raw, Mapping) or ("prompt_tokens" not in raw and "completion_tokens" not in raw):
+    already include reasoning tokens.
+
+    Runs on every measured call, where the block is a parsed JSON object: each mapping test
+    (:data:`_MAPPINGS`) tries ``dict`` first, one C-level check, and the ``Mapping`` ABC (~6x
+    slower) only for anything else, which still passes as before."""
+    if not isinstance(raw, _MAPPINGS) or ("prompt_tokens" not in raw and "completion_tokens" not in raw):
         return None
     prompt_details = raw.get("prompt_tokens_details")
     completion_details = raw.get("completion_tokens_details")
-    cached = number(prompt_details.get("cached_tokens")) if isinstance(prompt_details, Mapping) else 0
+    cached = number(prompt_details.get("cached_tokens")) if isinstance(prompt_details, _MAPPINGS) else 0
     reasoning = (
-        number(completion_details.get("reasoning_tokens")) if isinstance(completion_details, Mapping) else 0
+        number(completion_details.get("reasoning_tokens")) if isinstance(completion_details, _MAPPINGS) else 0
     )
     return TokenUsage(
         input_tokens=number(raw.get("prompt_tokens")),
