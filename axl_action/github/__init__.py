@@ -33,9 +33,9 @@ requests and the artifact code behind them (about 0.2 s of every ``axl-eval run`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from axl_action.lazy import lazy_attribute
+from axl_action.lazy import kept_lazy_attributes
 
 if TYPE_CHECKING:
     from axl_action.github.api import GitHubApi
@@ -206,8 +206,4 @@ __all__ = [
     "zip_files",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    value = lazy_attribute(__name__, _HOME, name)
-    globals()[name] = value  # kept: the next use of the name is a plain attribute read
-    return value
+__getattr__ = kept_lazy_attributes(__name__, _HOME, globals())

@@ -11,9 +11,9 @@ in the HTTP adapters, requests and the transports behind them (about 0.2 s).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from axl_action.lazy import lazy_attribute
+from axl_action.lazy import kept_lazy_attributes
 
 if TYPE_CHECKING:
     from axl_action.providers.base import Provider
@@ -57,8 +57,4 @@ __all__ = [
     "register_provider",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    value = lazy_attribute(__name__, _HOME, name)
-    globals()[name] = value  # kept: the next use of the name is a plain attribute read
-    return value
+__getattr__ = kept_lazy_attributes(__name__, _HOME, globals())
