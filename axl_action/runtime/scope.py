@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from axl_action.providers.types import CallTiming
 
 T = TypeVar("T")
+_Copy = TypeVar("_Copy")
 Purpose = Literal["generation", "judging"]
 OperationKind = Literal["chat", "stream", "embedding", "transcription", "tool", "external"]
 KINDS: tuple[str, ...] = ("chat", "stream", "embedding", "transcription", "tool", "external")
@@ -168,6 +169,8 @@ class _Ledger:
             **({"replayed": dict(self.replayed)} if self.replayed is not None else {}),
         }
 
+    # The copies the scope hands out (callers hold ``_LOCK``); ``None`` when there is nothing.
+
     def metadata(self) -> dict[str, Any] | None:
         if not self.model_calls:
             return None
@@ -177,6 +180,15 @@ class _Ledger:
             "tokens": dict(self.tokens),
             "agentCalls": sum(self.model_calls.values()),
         }
+
+    def timing_copy(self) -> dict[str, dict[str, float]] | None:
+        return {m: dict(v) for m, v in self.timing.items()} if self.timing else None
+
+    def samples_copy(self) -> dict[str, list[CallTiming]] | None:
+        return {m: list(v) for m, v in self.samples.items()} if self.samples else None
+
+    def calls_in_order(self) -> list[dict[str, Any]] | None:
+        return [call for _, call in sorted(self.calls, key=_first)] if self.calls else None
 
     def add_counts(self, counts: _Counts | None) -> None:
         """Add one settlement's usage (:func:`_counted`)."""
@@ -414,42 +426,35 @@ class Scope(Generic[T]):
                     self._accounting = self.ledger.record()
         return self._accounting
 
-    @property
-    def timing(self) -> dict[str, dict[str, float]] | None:
-        """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
-        ledger = self.ledger
-        if ledger is None or not ledger.timing:
-            return None
-        with _LOCK:
-            return {m: dict(v) for m, v in ledger.timing.items()}
-
-    @property
-    def samples(self) -> dict[str, list[CallTiming]] | None:
-        """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
-        ledger = self.ledger
-        if ledger is None or not ledger.samples:
-            return None
-        with _LOCK:
-            return {m: list(v) for m, v in ledger.samples.items()}
-
-    @property
-    def metadata(self) -> dict[str, Any] | None:
-        """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
+    def _read(self, copy: Callable[[_Ledger], _Copy | None]) -> _Copy | None:
+        """``copy`` of the ledger, taken under the one lock (workers may still be settling into
+        it); ``None`` when the scope measured nothing or ``copy`` found nothing."""
         ledger = self.ledger
         if ledger is None:
             return None
         with _LOCK:
-            return ledger.metadata()
+            return copy(ledger)
+
+    @property
+    def timing(self) -> dict[str, dict[str, float]] | None:
+        """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
+        return self._read(_Ledger.timing_copy)
+
+    @property
+    def samples(self) -> dict[str, list[CallTiming]] | None:
+        """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
+        return self._read(_Ledger.samples_copy)
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
+        return self._read(_Ledger.metadata)
 
     @property
     def calls(self) -> list[dict[str, Any]] | None:
         """The model calls made in the scope, in the order they were opened (``EvalItem.calls``:
         model, kind, purpose, outcome, cost, tokens, latency, tool names); ``None`` if none."""
-        ledger = self.ledger
-        if ledger is None or not ledger.calls:
-            return None
-        with _LOCK:
-            return [call for _, call in sorted(ledger.calls, key=_first)]
+        return self._read(_Ledger.calls_in_order)
 
     @property
     def measured(self) -> bool:
