@@ -426,11 +426,13 @@ class Scope(Generic[T]):
                     self._accounting = self.ledger.record()
         return self._accounting
 
-    def _read(self, copy: Callable[[_Ledger], _Copy | None]) -> _Copy | None:
+    def _read(self, field: str, copy: Callable[[_Ledger], _Copy | None]) -> _Copy | None:
         """``copy`` of the ledger, taken under the one lock (workers may still be settling into
-        it); ``None`` when the scope measured nothing or ``copy`` found nothing."""
+        it); ``None`` when the scope measured nothing or the ledger's ``field`` is empty. The
+        emptiness test takes no lock: the runner reads these for every item, most of which
+        measured nothing, and a lock every item takes forms a convoy under concurrency."""
         ledger = self.ledger
-        if ledger is None:
+        if ledger is None or not getattr(ledger, field):
             return None
         with _LOCK:
             return copy(ledger)
@@ -438,23 +440,23 @@ class Scope(Generic[T]):
     @property
     def timing(self) -> dict[str, dict[str, float]] | None:
         """Per-model timing sums of the successful timed calls (spec §12.2); ``None`` if none."""
-        return self._read(_Ledger.timing_copy)
+        return self._read("timing", _Ledger.timing_copy)
 
     @property
     def samples(self) -> dict[str, list[CallTiming]] | None:
         """Per-model raw ``CallTiming`` samples, only with ``capture_timing_samples``."""
-        return self._read(_Ledger.samples_copy)
+        return self._read("samples", _Ledger.samples_copy)
 
     @property
     def metadata(self) -> dict[str, Any] | None:
         """Measured ``models``/``modelCallCounts``/``tokens``/``agentCalls``; ``None`` without model calls."""
-        return self._read(_Ledger.metadata)
+        return self._read("model_calls", _Ledger.metadata)
 
     @property
     def calls(self) -> list[dict[str, Any]] | None:
         """The model calls made in the scope, in the order they were opened (``EvalItem.calls``:
         model, kind, purpose, outcome, cost, tokens, latency, tool names); ``None`` if none."""
-        return self._read(_Ledger.calls_in_order)
+        return self._read("calls", _Ledger.calls_in_order)
 
     @property
     def measured(self) -> bool:
