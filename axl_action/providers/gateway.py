@@ -200,7 +200,6 @@ def _live(
             _capture(op, runtime, provider_name, model, getattr(exc, "exchange", None), exc)
         raise
     certified = settle(op, model_uri, response, table)
-    op.record_timing(model_uri, response.timing)
     _capture(op, runtime, provider_name, model, response.exchange, None)
     safe = redact(response.text)
     return (response if safe is response.text else dataclasses.replace(response, text=safe)), certified
@@ -313,10 +312,17 @@ def _replayed(entry: CacheEntry, model_uri: str) -> ChatResponse:
 def settle(
     op: Operation, model_uri: str, response: ChatResponse, table: PricingTable
 ) -> CertifiedCost | None:
-    """Settle ``op`` from ``response`` (the one rule: :func:`measure.settle_usage`); returns the
-    cost it settled at, with its provenance (what a cache entry certifies), or ``None``."""
+    """Settle and time ``op`` from ``response`` (the one rule: :func:`measure.settle_usage`);
+    returns the cost it settled at, with its provenance (what a cache entry certifies), or
+    ``None``."""
     return settle_usage(
-        op, model_uri, response.usage, response.provider_cost, response.cost_provenance, table
+        op,
+        model_uri,
+        response.usage,
+        response.provider_cost,
+        response.cost_provenance,
+        table,
+        timing=response.timing,
     )
 
 

@@ -52,7 +52,7 @@ from axl_action.runtime.scope import (
     current_scope,
     open_operation,
 )
-from axl_action.schema.numbers import finite_number
+from axl_action.schema.numbers import finite_number, usable_number
 
 if TYPE_CHECKING:
     from axl_action.cache import CacheRequest, CertifiedCost, Purpose
@@ -172,11 +172,14 @@ def _check_counts(raw: Any, where: str) -> None:
     for key, value in raw.items():
         if isinstance(value, dict):
             _check_counts(value, f"{where}.{key}")
-        elif ("token" in key.lower() or key.endswith("Count")) and value is not None:
-            if not finite_number(value):
-                raise BadReply(f"{where}.{key} is not a number ({value!r})")
-            if value < 0:
+        elif (
+            value is not None
+            and ("token" in key.lower() or key.endswith("Count"))
+            and not usable_number(value)  # one test per count; which fault only on a bad one
+        ):
+            if finite_number(value):
                 raise BadReply(f"{where}.{key} is negative ({value!r})")
+            raise BadReply(f"{where}.{key} is not a number ({value!r})")
 
 
 def _responses_usage(raw: Any) -> TokenUsage | None:
@@ -671,6 +674,14 @@ class Exchange:
             if call.provider == "openai" and isinstance(reply.usage_raw, dict):
                 provider_cost = usable_cost(reply.usage_raw.get("cost"))
             keeps = self.keeps_reply
+            timing = CallTiming(
+                attempts=logical.attempts,
+                retry_ms=logical.retry_ms,
+                ttfb_ms=self._ttfb,
+                first_token_ms=(self._first - self._t0) * 1000.0 if self._first is not None else None,
+                wire_ms=logical.wire_ms,
+                rate_limit_retries=logical.rate_limited,
+            )
             certified = settle_usage(
                 op,
                 model_uri,
@@ -679,20 +690,10 @@ class Exchange:
                 "provider_reported",
                 self.settings.table(),
                 certify=keeps,
+                timing=timing,
             )
             if keeps and usage is not None and complete and (raw is not None or not events):
                 self._store(parsed, raw, usage, model, certified)
-            op.record_timing(
-                model_uri,
-                CallTiming(
-                    attempts=logical.attempts,
-                    retry_ms=logical.retry_ms,
-                    ttfb_ms=self._ttfb,
-                    first_token_ms=(self._first - self._t0) * 1000.0 if self._first is not None else None,
-                    wire_ms=logical.wire_ms,
-                    rate_limit_retries=logical.rate_limited,
-                ),
-            )
         self._capture(op, model, parsed if events is False else {"events": reply.events})
 
     def _read_usage(
@@ -875,6 +876,7 @@ def settle_usage(
     table: PricingTable,
     *,
     certify: bool = True,
+    timing: CallTiming | None = None,
 ) -> CertifiedCost | None:
     """The one settlement rule for a call's reported usage (spec §7.1), for ``runtime.chat``
     and the application's own SDK calls alike:
@@ -884,12 +886,13 @@ def settle_usage(
     usage -> ``usage_missing``. Returns the cost it settled at with its provenance (what a
     cache entry certifies, docs/cache.md), or ``None``; ``certify=False`` (nothing will store
     the reply) settles the same and returns ``None``: the certificate is a validated model,
-    built on every call otherwise.
+    built on every call otherwise. ``timing``: the call's timing, recorded in the same step
+    (``Operation.record_timing``), whatever it settles at.
     """
-    wire = usage.to_wire() if usage is not None else None
+    timed = (model_uri, timing) if timing is not None else None
     if provider_cost is not None:
         table.note_call(model_uri, "provider_cost")
-        op.settle(provider_cost, wire or {}, provenance)
+        op.settle(provider_cost, usage, provenance, timing=timed)
         if not certify or op.state != "settled":
             return None
         from axl_action.cache import CertifiedCost  # imported when used: a call-time import is not free
@@ -898,13 +901,13 @@ def settle_usage(
         return CertifiedCost(usd=provider_cost, provenance=known)
     if usage is None:
         table.note_call(model_uri, "no_usage")
-        op.unknown("usage_missing")
+        op.unknown("usage_missing", timing=timed)
         return None
     estimate = table.price(model_uri, usage)
     if estimate is None:
-        op.unknown("unpriced_model", wire)
+        op.unknown("unpriced_model", usage, timing=timed)
         return None
-    op.settle(estimate, wire or {}, "price_table_estimate")
+    op.settle(estimate, usage, "price_table_estimate", timing=timed)
     if not certify:
         return None
     from axl_action.cache import CertifiedCost

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 from axl_action.errors import AxlError
+from axl_action.providers.types import TokenUsage
 from axl_action.runtime.admission import AdmissionController
 from axl_action.schema.numbers import round3, usable_number
 
@@ -223,11 +224,40 @@ _Counts = tuple[tuple[tuple[str, float], ...], float, float, float]
 reported, then the input, output and reasoning tokens."""
 
 
-def _counted(usage: Mapping[str, float] | None) -> _Counts | None:
+Usage = Mapping[str, float] | TokenUsage
+"""What a settlement reports as usage: a wire-shaped mapping (camelCase or snake_case keys, as a
+caller declares it) or a provider's :class:`TokenUsage`."""
+
+
+def _counted(usage: Usage | None) -> _Counts | None:
     """``usage`` checked and named once per settlement, however many scopes enclose the call
     (each ledger then only adds); ``None`` when nothing was reported."""
+    if type(usage) is TokenUsage:
+        # Read by field, without the wire mapping a provider call would build only to be read
+        # here: the same counts, checked by the same rule, in the wire order.
+        i, o, r = usage.input_tokens, usage.output_tokens, usage.reasoning_tokens
+        c, w, a = usage.cached_tokens, usage.cache_write_tokens, usage.audio_seconds
+        counts = (
+            ("inputTokens", i),
+            ("outputTokens", o),
+            ("reasoningTokens", r),
+            ("cachedTokens", c),
+            ("cacheWriteTokens", w),
+            ("audioSeconds", a),
+        )
+        if (
+            usable_number(i)
+            and usable_number(o)
+            and usable_number(r)
+            and usable_number(c)
+            and usable_number(w)
+            and usable_number(a)
+        ):
+            return counts, i, o, r
+        usage = dict(counts)  # an unusable count: the mapping's rule says what each sum takes
     if not usage:
         return None
+    assert not isinstance(usage, TokenUsage)
     pairs = []
     checked: dict[str, float] = {}  # each count as added (0 when unusable), by its own key
     for key, value in usage.items():
@@ -624,26 +654,40 @@ class Operation:
             hint="raise --budget or the eval's budget to admit more spend",
         )
 
-    def settle(self, cost: float | None, usage: Mapping[str, float] | None, provenance: str) -> None:
+    def settle(
+        self,
+        cost: float | None,
+        usage: Usage | None,
+        provenance: str,
+        *,
+        timing: tuple[str, CallTiming] | None = None,
+    ) -> None:
         """Record the final cost (USD) and usage; an unusable cost settles unknown instead.
 
         A usable cost is finite and >= 0 (an explicit 0 is known free). Without a usable cost
         the reason is ``unpriced_model`` when usage was reported, else ``usage_missing``.
+        ``timing``: the call's ``(model URI, timing)``, recorded as :meth:`record_timing` does,
+        under the same lock (a measured call settles and is timed in one step).
         """
+        counts = _counted(usage)
         with _LOCK:
             if self._state != "open":
                 return
+            if timing is not None:
+                self._timed_locked(*timing)
             if cost is None or not usable_number(cost):
-                reported = bool(usage) and any(usable_number(v) and v > 0 for v in (usage or {}).values())
-                self._unknown_locked("unpriced_model" if reported else "usage_missing", usage)
+                if isinstance(usage, TokenUsage) or usage is None:
+                    reported = counts is not None and any(value > 0 for _, value in counts[0])
+                else:  # any positive count, of a usage key or not
+                    reported = any(usable_number(v) and v > 0 for v in usage.values())
+                self._unknown_locked("unpriced_model" if reported else "usage_missing", counts)
                 return
-            self._settle_locked(cost, usage, provenance)
+            self._settle_locked(cost, counts, provenance)
 
     def _settle_locked(
-        self, cost: float, usage: Mapping[str, float] | None, provenance: str, outcome: str = "settled"
+        self, cost: float, counts: _Counts | None, provenance: str, outcome: str = "settled"
     ) -> None:
         bucket = self._bucket()
-        counts = _counted(usage)
         for ledger in self._ledgers:
             ledger.add_counts(counts)
             ledger.settled += 1
@@ -673,14 +717,19 @@ class Operation:
                     replayed["unpriced"] += 1
             self._close("settled", {"outcome": "replayed", "certifiedCost": certified})
 
-    def unknown(self, reason: str, usage: Mapping[str, float] | None = None) -> None:
-        """Settle without a usable cost (``usage_missing``, ``unpriced_model``, ...)."""
+    def unknown(
+        self, reason: str, usage: Usage | None = None, *, timing: tuple[str, CallTiming] | None = None
+    ) -> None:
+        """Settle without a usable cost (``usage_missing``, ``unpriced_model``, ...);
+        ``timing`` as for :meth:`settle`."""
+        counts = _counted(usage)
         with _LOCK:
             if self._state == "open":
-                self._unknown_locked(reason, usage)
+                if timing is not None:
+                    self._timed_locked(*timing)
+                self._unknown_locked(reason, counts)
 
-    def _unknown_locked(self, reason: str, usage: Mapping[str, float] | None) -> None:
-        counts = _counted(usage)
+    def _unknown_locked(self, reason: str, counts: _Counts | None) -> None:
         for ledger in self._ledgers:
             ledger.add_counts(counts)
             ledger.unknown += 1
@@ -690,11 +739,14 @@ class Operation:
     def record_timing(self, model_uri: str, timing: CallTiming) -> None:
         """Add one *successful* timed call (failed calls must not be recorded, spec §12.3)."""
         with _LOCK:
-            for ledger in self._ledgers:
-                ledger.add_timing(model_uri, timing)
-            self._timing = timing
-            if self._call is not None:
-                _time_call(self._call, timing)
+            self._timed_locked(model_uri, timing)
+
+    def _timed_locked(self, model_uri: str, timing: CallTiming) -> None:
+        for ledger in self._ledgers:
+            ledger.add_timing(model_uri, timing)
+        self._timing = timing
+        if self._call is not None:
+            _time_call(self._call, timing)
 
     def capture(self, record: Mapping[str, Any]) -> None:
         """Send a request record to the run's capture sink, stamped with correlation ids."""

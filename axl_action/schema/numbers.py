@@ -17,6 +17,7 @@ once too: :func:`finite_number`, :func:`usable_number` (a cost, a budget, a usag
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any, TypeGuard, overload
@@ -26,14 +27,22 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
+# Each test is one expression, not one test calling the other: they run several times on
+# every measured model call. The comparison is the finiteness test of a double, as JSON numbers
+# are: NaN fails every comparison, and an integer past the largest double is not finite either
+# (``math.isfinite`` raised OverflowError on one).
+_NUMBER_TYPES = (int, float)
+_MAX = sys.float_info.max
+
+
 def finite_number(x: object) -> TypeGuard[int | float]:
     """An int or float that is finite; a bool is not a number here."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, _NUMBER_TYPES) and not isinstance(x, bool) and -_MAX <= x <= _MAX
 
 
 def usable_number(x: object) -> TypeGuard[int | float]:
     """A finite number >= 0: a usable cost (an explicit 0 is *known free*), budget or usage count."""
-    return finite_number(x) and x >= 0
+    return isinstance(x, _NUMBER_TYPES) and not isinstance(x, bool) and 0 <= x <= _MAX
 
 
 def is_error_rate_limit(x: object) -> bool:
