@@ -49,6 +49,7 @@ from axl_action.evals.scoring import (
 )
 from axl_action.evals.sequential import SequentialPlan, SequentialRounds, run_rounds
 from axl_action.evals.summary import build_metadata_rollups, model_timing
+from axl_action.providers.intercept import prepare as prepare_hooks
 from axl_action.redaction import redact, redact_deep
 from axl_action.runtime.admission import AdmissionController, parse_budget
 from axl_action.runtime.runtime import Runtime
@@ -149,7 +150,10 @@ def plan_run(
     Raises for what would make the run fail before its first item: an invalid item error-rate
     limit or budget, a missing workflow, a bad shard.
     """
-    prepare_validators()  # the process's one-time set-up, before the run's clock starts
+    # The process's one-time set-up, before the run's clock starts: the result models'
+    # validators, and the HTTP libraries the run's measurement hooks.
+    prepare_validators()
+    prepare_hooks()
     started = time.perf_counter()
     limit = definition.fail_on_item_error_rate
     if limit is None:

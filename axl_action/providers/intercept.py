@@ -131,6 +131,15 @@ def _patch(owner: type, name: str, replacement: Any) -> None:
     setattr(owner, name, replacement)
 
 
+def prepare() -> None:
+    """Import the HTTP client libraries the hooks wrap (those the application has installed)
+    now, without hooking them: a runner calls it before its clock starts, so a run's
+    ``duration`` does not count the process's one-time imports (httpx2 and httpx take ~20 ms,
+    about 1 µs per item of a 20,000-item run). Installing a measurement later only patches."""
+    for name in (*_HTTPX_LIBRARIES, "requests"):
+        _optional(name)
+
+
 def _hook_all() -> None:
     for name in _HTTPX_LIBRARIES:
         lib = _optional(name)
