@@ -23,9 +23,11 @@ from axl_action.cli.common import (
     Interrupt,
     check_force_flag,
     close_providers,
+    journal_stop_note,
     make_runtime,
     output_file,
     pricing_notes,
+    write_results,
 )
 from axl_action.errors import AxlError, UsageError
 
@@ -184,6 +186,55 @@ def journaled(runtime: Any, interrupt: Interrupt, session: JournalSession | None
     finally:
         interrupt.restore()
         close_providers(runtime)
+
+
+@dataclass
+class Settled:
+    """What the items of a journaled command came to when no hard stop cut them short."""
+
+    results: list[dict[str, Any]]
+    """The results, written to ``--output`` when it was given and any was produced."""
+    stop_note: str | None
+    """The line saying the journal stopped admission (:func:`journal_stop_note`), if it did."""
+
+
+def run_journaled(
+    args: argparse.Namespace,
+    runtime: Any,
+    interrupt: Interrupt,
+    session: JournalSession | None,
+    run_items: Callable[[], list[dict[str, Any]]],
+    *,
+    hard_stop: Callable[[HardStop], int],
+    as_list: bool | None = None,
+    noun: str = "results",
+    show: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> Settled | int:
+    """The frame ``run`` and ``rescore`` put around their items, in one place so that both end
+    the same way: ``run_items`` runs them under :func:`journaled`; once they settle, the journal
+    stop is stamped in them, ``show`` prints what the command shows of them, and they are written
+    to ``--output`` (``as_list``: an array, ``None``: one when there is more than one result;
+    ``noun``: what the saved line calls them), which completes the journal. A hard stop returns
+    ``hard_stop``'s exit code; otherwise the settled results, for the closing notes."""
+    with journaled(runtime, interrupt, session) as outcome:
+        try:
+            results = run_items()
+            interrupt.settle()
+            stop_note = journal_stop_note(interrupt, results)
+            if show is not None:
+                show(results)
+            if args.output and results:
+                write_results(
+                    Path(args.output),
+                    results,
+                    as_list=len(results) != 1 if as_list is None else as_list,
+                    what=noun,
+                    append_capture=args.resume,
+                )
+                outcome.written = True
+        except HardStop as stop:
+            return hard_stop(stop)
+    return Settled(results, stop_note)
 
 
 def closing_notes(runtime: Any, interrupt: Interrupt, *, written: int, what: str) -> int | None:

@@ -29,7 +29,7 @@ from axl_action.cli.commands import (
     check_journal_flags,
     closing_notes,
     journal_session,
-    journaled,
+    run_journaled,
     runtime_from_flags,
     write_on_hard_stop,
 )
@@ -41,7 +41,6 @@ from axl_action.cli.common import (
     budget_arg,
     env_int,
     grace_seconds,
-    journal_stop_note,
     positive_int,
     sidecar_sink,
     write_results,
@@ -50,6 +49,7 @@ from axl_action.errors import EvalDefinitionError, UsageError
 
 if TYPE_CHECKING:
     from axl_action.evals.journal.session import JournalSession
+    from axl_action.schema import RunView
 
 SUMMARY = "Re-run scorers on the saved outputs of a results file"
 USAGE_HINT = "axl-eval rescore <results.json> <eval-file> [--output FILE] [--budget $X]"
@@ -151,33 +151,34 @@ def run(argv: list[str]) -> int:
     runtime = runtime_from_flags(args, os.environ)
     interrupt = Interrupt(grace=grace)
     session = _journal(args, interrupt) if args.output else None
+    views: list[RunView] = []
 
-    rescored: list[dict[str, Any]] = []
-    with journaled(runtime, interrupt, session) as outcome:
-        try:
-            _rescore_all(source, (scorers, sources), runtime, args, concurrency, interrupt, session, rescored)
-            interrupt.settle()
-            stop_note = journal_stop_note(interrupt, rescored)
-            views = [wire_view(result) for result in rescored]
-            for view in views:
-                print("\n" + console.format_table(view) + "\n")
-            if args.output and rescored:
-                write_results(
-                    Path(args.output),
-                    rescored,
-                    as_list=source.is_list,
-                    what="rescored results",
-                    append_capture=args.resume,
-                )
-                outcome.written = True
-        except HardStop as stop:
-            return _hard_stop(stop, args, session, as_list=source.is_list)
-    interrupted = closing_notes(runtime, interrupt, written=len(rescored), what="rescored")
+    def show(rescored: list[dict[str, Any]]) -> None:
+        views.extend([wire_view(result) for result in rescored])
+        for view in views:
+            print("\n" + console.format_table(view) + "\n")
+
+    ended = run_journaled(
+        args,
+        runtime,
+        interrupt,
+        session,
+        functools.partial(
+            _rescore_all, source, (scorers, sources), runtime, args, concurrency, interrupt, session
+        ),
+        hard_stop=functools.partial(_hard_stop, args=args, session=session, as_list=source.is_list),
+        as_list=source.is_list,
+        noun="rescored results",
+        show=show,
+    )
+    if isinstance(ended, int):
+        return ended
+    interrupted = closing_notes(runtime, interrupt, written=len(ended.results), what="rescored")
     if interrupted is not None:
         return interrupted
     code = 0
-    if stop_note is not None:
-        print(stop_note, file=sys.stderr)
+    if ended.stop_note is not None:
+        print(ended.stop_note, file=sys.stderr)
         code = 1
     for view in views:
         message = console.budget_stop_message(view.header, f"rescore {results_path}")
@@ -215,12 +216,12 @@ def _rescore_all(
     concurrency: int,
     interrupt: Interrupt,
     session: JournalSession | None,
-    out: list[dict[str, Any]],
-) -> None:
+) -> list[dict[str, Any]]:
     from axl_action.evals.journal.session import stamp_resumed
     from axl_action.evals.rescore import execute_rescore, rescore_facts
 
     scorers, sources = eval_code
+    out: list[dict[str, Any]] = []
     for number, source in enumerate(source_file.results):
         if interrupt.event.is_set():
             break
@@ -273,6 +274,7 @@ def _rescore_all(
         if cache is not None:
             result["metadata"]["cache"] = {"mode": cache.mode}
         out.append(result)
+    return out
 
 
 def _head_of(wire: dict[str, Any], scorers: list[Any], _result_id: str) -> dict[str, Any]:

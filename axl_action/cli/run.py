@@ -29,7 +29,7 @@ from axl_action.cli.commands import (
     check_journal_flags,
     closing_notes,
     journal_session,
-    journaled,
+    run_journaled,
     runtime_from_flags,
     write_on_hard_stop,
 )
@@ -42,7 +42,6 @@ from axl_action.cli.common import (
     budget_arg,
     env_int,
     grace_seconds,
-    journal_stop_note,
     positive_int,
     sidecar_sink,
     write_results,
@@ -273,28 +272,32 @@ def run(argv: list[str]) -> int:
     interrupt = Interrupt(grace=grace)
     args.recorder = _source_recorder(args, runtime)
     session = _journal(args, interrupt) if args.output else None
-    results: list[dict[str, Any]] = []
-    with journaled(runtime, interrupt, session) as outcome:
-        try:
-            results, failed = _run_files(files, args, runtime, interrupt, session)
-            interrupt.settle()
-            stop_note = journal_stop_note(interrupt, results)
-            if args.output and results:
-                write_results(
-                    Path(args.output), results, as_list=len(results) != 1, append_capture=args.resume
-                )
-                outcome.written = True
-        except HardStop as stop:
-            return _hard_stop(stop, args, session, interrupt)
-    if results and not args.output:
+    failed = False
+
+    def run_items() -> list[dict[str, Any]]:
+        nonlocal failed
+        results, failed = _run_files(files, args, runtime, interrupt, session)
+        return results
+
+    ended = run_journaled(
+        args,
+        runtime,
+        interrupt,
+        session,
+        run_items,
+        hard_stop=functools.partial(_hard_stop, args=args, session=session, interrupt=interrupt),
+    )
+    if isinstance(ended, int):
+        return ended
+    if ended.results and not args.output:
         print("[axl-eval] NOTE: results were not saved; pass --output FILE to keep them.", file=sys.stderr)
-    interrupted = closing_notes(runtime, interrupt, written=len(results), what="completed")
+    interrupted = closing_notes(runtime, interrupt, written=len(ended.results), what="completed")
     if interrupted is not None:
         return interrupted
-    if stop_note is not None:
-        print(stop_note, file=sys.stderr)
+    if ended.stop_note is not None:
+        print(ended.stop_note, file=sys.stderr)
         return 1
-    return 1 if failed or not results else 0
+    return 1 if failed or not ended.results else 0
 
 
 def _journal(args: argparse.Namespace, interrupt: Interrupt) -> JournalSession:

@@ -15,7 +15,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
-from axl_action.providers.types import CallTiming, ChatRequest, ChatResponse, TokenUsage, WireExchange
+from axl_action.providers.types import (
+    CallTiming,
+    ChatRequest,
+    ChatResponse,
+    TokenUsage,
+    WireExchange,
+    chat_completions_head,
+)
 
 Reply = str | Callable[[ChatRequest], str]
 
@@ -82,12 +89,7 @@ class MockProvider:
 
 def _exchange(request: ChatRequest, text: str, usage: TokenUsage | None) -> WireExchange:
     """A synthetic exchange so request capture shows what the mock was asked and answered."""
-    body: dict[str, object] = {
-        "model": request.model,
-        "messages": [m.to_wire() for m in request.messages],
-    }
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    body = chat_completions_head(request)
     if request.response_format is not None:
         body["response_format"] = dict(request.response_format)
     reply: dict[str, object] = {"content": text, "finish_reason": "stop"}

@@ -14,7 +14,7 @@ from axl_action.providers.base import (
     number,
     usable_cost,
 )
-from axl_action.providers.types import ChatRequest, TokenUsage
+from axl_action.providers.types import ChatRequest, TokenUsage, chat_completions_head
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _MAPPINGS = (dict, Mapping)
@@ -40,12 +40,7 @@ class OpenAIProvider(HttpProvider):
         return {"authorization": f"Bearer {self.api_key}"}
 
     def wire_body(self, request: ChatRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": request.model,
-            "messages": [m.to_wire() for m in request.messages],
-        }
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        body = chat_completions_head(request)
         if request.max_tokens is not None:
             # api.openai.com rejects max_tokens for reasoning models; compatible servers
             # (vLLM, Ollama) only know max_tokens.

@@ -122,6 +122,20 @@ class ChatRequest:
     """Per-attempt timeout in seconds; the adapter default when ``None``."""
 
 
+def chat_completions_head(request: ChatRequest) -> dict[str, Any]:
+    """The fields a Chat Completions body starts with: ``model``, ``messages`` and, when set,
+    ``temperature``. One home for them, since the OpenAI adapter's body and the mock's synthetic
+    exchange (which shows the request as that API would carry it) must not drift apart; each
+    adds its own fields after these, in its own order."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": [m.to_wire() for m in request.messages],
+    }
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
 @dataclass(frozen=True, slots=True)
 class ChatResponse:
     """A provider-neutral chat completion response."""
