@@ -26,8 +26,8 @@ priced; a 4xx/5xx attempt is free (a call whose every attempt failed settles at 
 
 from __future__ import annotations
 
+import itertools
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -170,7 +170,12 @@ def _check_counts(raw: Any, where: str) -> None:
     if not isinstance(raw, dict):
         return
     for key, value in raw.items():
-        if isinstance(value, dict):
+        kind = type(value)
+        if kind is int and value >= 0:
+            # The common case, decided without a call: orjson's integers fit in 64 bits, so a
+            # non-negative one is a usable count (``usable_number``) whatever its key.
+            continue
+        if kind is dict or isinstance(value, dict):
             _check_counts(value, f"{where}.{key}")
         elif (
             value is not None
@@ -404,11 +409,10 @@ class Exchange:
     """One HTTP attempt of a measured call, from dispatch to settlement."""
 
     __slots__ = (
-        "_done",
         "_first",
         "_key",
-        "_lock",
         "_reply",
+        "_settles",
         "_t0",
         "_ttfb",
         "_url",
@@ -452,8 +456,10 @@ class Exchange:
         self._t0 = 0.0
         self._ttfb = 0.0
         self._first: float | None = None
-        self._done = False
-        self._lock = threading.Lock()
+        # Settling runs once, whichever thread gets there first (a stream's reader or its
+        # close): ``next`` on a count is one C call, atomic under the GIL, so no lock is made
+        # and taken on every call.
+        self._settles = itertools.count()
 
     @property
     def url(self) -> str:
@@ -646,10 +652,8 @@ class Exchange:
         reading it failed (a stream cut off mid-event); ``raw``: a streamed reply's bytes, kept
         when the cache writes (:attr:`keeps_reply`).
         """
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
+        if next(self._settles):
+            return
         logical = self.logical
         if logical is None:
             return
@@ -821,8 +825,9 @@ def _chat_tools(data: dict[str, Any]) -> list[Any]:
     for choice in _dicts(data.get("choices")):
         # A whole reply's message, or a stream chunk's delta (a call's name is in its first chunk).
         message = choice.get("message") or choice.get("delta")
-        if isinstance(message, dict):
-            for tool_call in _dicts(message.get("tool_calls")):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if calls:  # most replies call no tool
+            for tool_call in _dicts(calls):
                 function = tool_call.get("function")
                 if isinstance(function, dict) and "name" in function:
                     names.append(function["name"])
