@@ -114,7 +114,7 @@ def seal_line(line: bytes) -> bytes:
     body = line[:-2]  # without the closing brace and the newline
     # A concatenation copies the body once; a %-format of it copied it again (0.44 -> 0.34 µs
     # for a 500-byte line).
-    return body + b'%s%d}\n' % (_CRC_KEY, zlib.crc32(body))
+    return body + b"%s%d}\n" % (_CRC_KEY, zlib.crc32(body))
 
 
 def line_checksum(line: bytes, obj: dict[str, Any]) -> bool | None:
