@@ -175,7 +175,7 @@ def _check_counts(raw: Any, where: str) -> None:
             # The common case, decided without a call: orjson's integers fit in 64 bits, so a
             # non-negative one is a usable count (``usable_number``) whatever its key.
             continue
-        if kind is dict or isinstance(value, dict):
+        if isinstance(value, dict):
             _check_counts(value, f"{where}.{key}")
         elif (
             value is not None
