@@ -41,7 +41,7 @@ def _source(count: int) -> dict[str, Any]:
 
 def _scenario(name: str) -> dict[str, Any]:
     from axl_action.evals.llm_scorer import llm_scorer
-    from axl_action.evals.rescore import execute_rescore
+    from axl_action.evals.rescore import RescoreOptions, execute_rescore
     from axl_action.evals.scorer import scorer
     from axl_action.providers.mock import MockProvider
     from axl_action.runtime.runtime import Runtime
@@ -52,7 +52,9 @@ def _scenario(name: str) -> dict[str, Any]:
         runtime = Runtime(providers={"slow": MockProvider(name="slow", latency=delay)})
         scorers = [llm_scorer("judge", "slow:judge", "Grade it.")]
         start = time.perf_counter()
-        out = execute_rescore(source, scorers, runtime, concurrency=concurrency, scorer_concurrency=1)
+        out = execute_rescore(
+            source, scorers, runtime, RescoreOptions(concurrency=concurrency, scorer_concurrency=1)
+        )
         wall = time.perf_counter() - start
         ideal = math.ceil(count / concurrency) * delay
         assert out["summary"]["scorers"]["judge"]["scored"] == count

@@ -218,7 +218,7 @@ def _rescore_all(
     session: JournalSession | None,
 ) -> list[dict[str, Any]]:
     from axl_action.evals.journal.session import stamp_resumed
-    from axl_action.evals.rescore import execute_rescore, rescore_facts
+    from axl_action.evals.rescore import RescoreOptions, execute_rescore, rescore_facts
 
     scorers, sources = eval_code
     out: list[dict[str, Any]] = []
@@ -257,14 +257,16 @@ def _rescore_all(
                 scorers,
                 # Keyed by the source run's repeat, so the judges of each run have their own entries.
                 runtime.with_cache(cache.at_repeat(number)) if cache is not None else runtime,
-                concurrency=concurrency,
-                cancel_event=interrupt.event,
-                abort_event=interrupt.abort,
-                budget=args.budget,
-                capture=sink,
-                source_records=records,
-                result_id=result_id,
-                continuation=started.continuation() if started is not None else None,
+                RescoreOptions(
+                    concurrency=concurrency,
+                    cancel_event=interrupt.event,
+                    abort_event=interrupt.abort,
+                    budget=args.budget,
+                    capture=sink,
+                    source_records=records,
+                    result_id=result_id,
+                    continuation=started.continuation() if started is not None else None,
+                ),
             )
         except Exception:
             if session is not None:

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from axl_action.evals.capture_refs import RefCollector
@@ -54,6 +55,31 @@ DEFAULT_CONCURRENCY = 5
 _NOT_INHERITED = ("runGroupId", "runIndex", "scorerFiltered", "scorersRun")
 
 
+@dataclass(frozen=True, slots=True)
+class RescoreOptions:
+    """How :func:`execute_rescore` runs: one settings object rather than a dozen parameters."""
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Items rescored at once."""
+    scorer_concurrency: int = DEFAULT_CONCURRENCY
+    """Scorers run at once on one item."""
+    cancel_event: threading.Event | None = None
+    """Once set, stops admitting items (in-flight ones finish, scorers included)."""
+    abort_event: threading.Event | None = None
+    """Once set, also cancels the scorers in flight (without one, ``cancel_event`` does both)."""
+    budget: str | None = None
+    """Limit on the new judging spend (``"$1"``, ``"0.50"``)."""
+    capture: CaptureSink | None = None
+    """Receives the judge calls' request records."""
+    source_records: Iterable[Mapping[str, Any]] | None = None
+    """The source's request records, when it captured requests (see :func:`rescore`)."""
+    result_id: str | None = None
+    """The new result's id (default: a fresh UUID)."""
+    continuation: Continuation | None = None
+    """The journal's resume state, as for :func:`~axl_action.evals.runner.execute_run` (its
+    ``on_abandoned`` is not called: a rescore's hard stop counts nothing in flight)."""
+
+
 def rescore(
     result: EvalResult | Mapping[str, Any],
     scorers: Sequence[Scorer],
@@ -78,10 +104,7 @@ def rescore(
     """
     from axl_action.schema import WIRE, EvalResult
 
-    wire = execute_rescore(
-        result,
-        scorers,
-        runtime,
+    options = RescoreOptions(
         concurrency=concurrency,
         scorer_concurrency=scorer_concurrency,
         cancel_event=cancel_event,
@@ -90,49 +113,38 @@ def rescore(
         source_records=source_records,
     )
     # WIRE keeps each item's key order: the reference writes a different order per rule.
-    return EvalResult.model_validate(wire, context=WIRE)
+    return EvalResult.model_validate(execute_rescore(result, scorers, runtime, options), context=WIRE)
 
 
 def execute_rescore(
     result: EvalResult | Mapping[str, Any],
     scorers: Sequence[Scorer],
     runtime: Any = None,
-    *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    scorer_concurrency: int = DEFAULT_CONCURRENCY,
-    cancel_event: threading.Event | None = None,
-    abort_event: threading.Event | None = None,
-    budget: str | None = None,
-    capture: CaptureSink | None = None,
-    source_records: Iterable[Mapping[str, Any]] | None = None,
-    result_id: str | None = None,
-    continuation: Continuation | None = None,
+    options: RescoreOptions | None = None,
 ) -> dict[str, Any]:
-    """:func:`rescore` returning ordered wire data (``result_id`` fixes the new id).
-
-    ``cancel_event`` stops admitting items (in-flight ones finish, scorers included);
-    ``abort_event`` also cancels their scorers (without one, ``cancel_event`` does both). The
-    journal's ``continuation`` works as in :func:`~axl_action.evals.runner.execute_run`
-    (``on_abandoned`` is not called: a rescore's hard stop counts nothing in flight).
-    """
+    """:func:`rescore` returning ordered wire data, run as ``options`` say (see
+    :class:`RescoreOptions`)."""
+    options = options or RescoreOptions()
+    concurrency, capture = options.concurrency, options.capture
     started = time.perf_counter()
-    result_id = result_id or str(uuid.uuid4())
+    result_id = options.result_id or str(uuid.uuid4())
+    budget = options.budget
     admission = AdmissionController(parse_budget(budget)) if budget is not None else None
     source = _source_wire(result)
     runtime = runtime if runtime is not None else Runtime()
     instrumented, tracker = tracker_for(runtime)
-    cancel = cancel_event or threading.Event()
-    continuation = continuation or Continuation()
+    cancel = options.cancel_event or threading.Event()
+    continuation = options.continuation or Continuation()
     scorers = list(scorers)
-    captured = begin_capture(source, capture, source_records)
+    captured = begin_capture(source, capture, options.source_records)
     capture = captured.sink
     env = ScoringEnv(
         runtime=runtime,
         scorers=scorers,
         instrumented=instrumented,
-        cancel_event=abort_event or cancel,
+        cancel_event=options.abort_event or cancel,
         admission=admission,
-        scorer_concurrency=scorer_concurrency,
+        scorer_concurrency=options.scorer_concurrency,
         track_scope=tracker,
         capturing=capture is not None,
     )

@@ -1,4 +1,6 @@
-"""Provider-neutral value types: chat requests/responses, token usage and per-call timing.
+"""Provider-neutral value types: chat requests/responses and per-call timing, plus
+:class:`~axl_action.schema.accounting.TokenUsage` (declared with the accounting it is summed
+into, and re-exported here).
 
 These are plain frozen dataclasses (not pydantic models) because they are created on the hot
 path of every provider call and never parsed from untrusted input directly; adapters build them
@@ -10,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from axl_action.schema.accounting import TokenUsage as TokenUsage  # the provider API's name for it
 
 Role = Literal["system", "user", "assistant"]
 
@@ -26,44 +30,6 @@ class ChatMessage:
     def to_wire(self) -> dict[str, str]:
         """``{"role", "content"}``: the message as chat APIs and request records carry it."""
         return {"role": self.role, "content": self.content}
-
-
-@dataclass(frozen=True, slots=True)
-class TokenUsage:
-    """Token counts normalized across providers.
-
-    ``input_tokens`` is the total prompt size *including* ``cached_tokens`` (OpenAI and Gemini
-    report it that way; the Anthropic adapter adds its cache reads and writes in so that every
-    provider means the same thing).
-    """
-
-    input_tokens: float = 0
-    """Prompt tokens, including cached reads and cache writes."""
-    output_tokens: float = 0
-    """Completion tokens, including reasoning tokens."""
-    reasoning_tokens: float = 0
-    """Hidden reasoning/thinking tokens (a subset of ``output_tokens``)."""
-    cached_tokens: float = 0
-    """Prompt tokens served from the provider's prompt cache (a subset of ``input_tokens``)."""
-    cache_write_tokens: float = 0
-    """Prompt tokens written to the provider's prompt cache (a subset of ``input_tokens``)."""
-    audio_seconds: float = 0
-    """Seconds of audio processed (transcription / audio models)."""
-
-    def to_wire(self) -> dict[str, float]:
-        """The camelCase mapping used by result files (``accounting.usage``)."""
-        return {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "reasoningTokens": self.reasoning_tokens,
-            "cachedTokens": self.cached_tokens,
-            "cacheWriteTokens": self.cache_write_tokens,
-            "audioSeconds": self.audio_seconds,
-        }
-
-    def total_tokens(self) -> float:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
 
 
 @dataclass(frozen=True, slots=True)

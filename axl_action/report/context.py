@@ -58,6 +58,7 @@ from axl_action.schema import (
     run_view,
     sample_counts,
 )
+from axl_action.schema.accounting import USAGE_KEYS
 from axl_action.schema.view import DEFAULT_PASS_SCORE
 from axl_action.suite import comment_marker
 
@@ -212,8 +213,8 @@ def _accounting_panel(candidate: EvalResult) -> AccountingPanel:
     budget = _strip(format_budget_line(acc), "Budget:")
     usage = {
         name.replace("_", " "): value
-        for name, value in acc.usage.model_dump().items()
-        if isinstance(value, int | float) and value
+        for name in USAGE_KEYS
+        if isinstance(value := getattr(acc.usage, name), int | float) and value
     }
     return AccountingPanel(
         completeness=acc.completeness,

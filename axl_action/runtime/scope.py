@@ -29,8 +29,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, TypeVar
 
 from axl_action.errors import AxlError
-from axl_action.providers.types import TokenUsage
 from axl_action.runtime.admission import AdmissionController
+from axl_action.schema.accounting import USAGE_KEYS, USAGE_WIRE_KEYS, TokenUsage
 from axl_action.schema.numbers import round3, usable_number
 
 if TYPE_CHECKING:
@@ -41,23 +41,8 @@ _Copy = TypeVar("_Copy")
 Purpose = Literal["generation", "judging"]
 OperationKind = Literal["chat", "stream", "embedding", "transcription", "tool", "external"]
 KINDS: tuple[str, ...] = ("chat", "stream", "embedding", "transcription", "tool", "external")
-USAGE_KEYS: tuple[str, ...] = (
-    "inputTokens",
-    "outputTokens",
-    "reasoningTokens",
-    "cachedTokens",
-    "cacheWriteTokens",
-    "audioSeconds",
-)
-_SNAKE_TO_CAMEL = {
-    "input_tokens": "inputTokens",
-    "output_tokens": "outputTokens",
-    "reasoning_tokens": "reasoningTokens",
-    "cached_tokens": "cachedTokens",
-    "cache_write_tokens": "cacheWriteTokens",
-    "audio_seconds": "audioSeconds",
-}
-_USAGE_KEYSET = frozenset(USAGE_KEYS)
+_SNAKE_TO_CAMEL = dict(zip(USAGE_KEYS, USAGE_WIRE_KEYS, strict=True))
+_USAGE_KEYSET = frozenset(USAGE_WIRE_KEYS)
 _MODEL_KINDS = frozenset({"chat", "stream"})
 _CALL_KINDS = frozenset({"chat", "stream", "embedding", "transcription"})
 """Kinds of operation a scope lists in :attr:`Scope.calls` (the model calls, not tools)."""
@@ -131,7 +116,7 @@ class _Ledger:
         # its file says (see ``schema.numbers.score_value``).
         self.known_cost: float = 0
         self.reasons: dict[str, int] = {}
-        self.usage: dict[str, float] = dict.fromkeys(USAGE_KEYS, 0)
+        self.usage: dict[str, float] = dict.fromkeys(USAGE_WIRE_KEYS, 0)
         self.total = 0
         self.settled = 0
         self.unknown = 0

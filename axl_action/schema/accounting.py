@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from axl_action.schema.base import CompleteWireModel, WireModel
 from axl_action.schema.numbers import usable_number
@@ -25,31 +27,63 @@ class Artifact(Protocol):
 
 
 Completeness = Literal["complete", "incomplete", "unverified"]
-USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "reasoning_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "audio_seconds",
-)
 
 
-class Usage(CompleteWireModel):
-    """Token and audio usage summed over operations."""
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Token and audio usage: one call's (a provider's reply) or summed over operations (a
+    record's ``accounting.usage``). The one declaration of the six counts.
+
+    A plain frozen dataclass, not a pydantic model, because every provider call builds one on
+    the hot path (a validated model costs about four times as much); pydantic still reads and
+    writes it inside the accounting models, by the wire's camelCase names. The six counts are
+    fixed by the runner spec (section 7), so, unlike the models around it, an unknown key inside
+    ``usage`` is not kept.
+
+    ``input_tokens`` is the total prompt size *including* ``cached_tokens`` (OpenAI and Gemini
+    report it that way; the Anthropic adapter adds its cache reads and writes in so that every
+    provider means the same thing).
+    """
+
+    __pydantic_config__ = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     input_tokens: float = 0
-    """Prompt tokens, including cached ones."""
+    """Prompt tokens, including cached reads and cache writes."""
     output_tokens: float = 0
-    """Completion tokens."""
+    """Completion tokens, including reasoning tokens."""
     reasoning_tokens: float = 0
-    """Reasoning/thinking tokens reported separately by the provider."""
+    """Hidden reasoning/thinking tokens (a subset of ``output_tokens``)."""
     cached_tokens: float = 0
-    """Prompt tokens served from the provider's cache."""
+    """Prompt tokens served from the provider's prompt cache (a subset of ``input_tokens``)."""
     cache_write_tokens: float = 0
-    """Prompt tokens written to the provider's cache."""
+    """Prompt tokens written to the provider's prompt cache (a subset of ``input_tokens``)."""
     audio_seconds: float = 0
-    """Seconds of audio transcribed."""
+    """Seconds of audio processed (transcription / audio models)."""
+
+    def to_wire(self) -> dict[str, float]:
+        """The camelCase mapping used by result files (``accounting.usage``)."""
+        values = (
+            self.input_tokens,
+            self.output_tokens,
+            self.reasoning_tokens,
+            self.cached_tokens,
+            self.cache_write_tokens,
+            self.audio_seconds,
+        )
+        return dict(zip(USAGE_WIRE_KEYS, values, strict=True))
+
+    def total_tokens(self) -> float:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+Usage = TokenUsage
+"""The same class, under the name the schema API has always exported."""
+
+USAGE_KEYS: tuple[str, ...] = tuple(f.name for f in fields(TokenUsage))
+"""The usage counts' Python names, in wire order."""
+USAGE_WIRE_KEYS: tuple[str, ...] = tuple(to_camel(name) for name in USAGE_KEYS)
+"""The same counts by their camelCase wire names."""
 
 
 class Operations(CompleteWireModel):

@@ -11,7 +11,9 @@
   byte-identical; code that builds one can fix another order with ``set_key_order`` (the
   runner does, for the per-outcome orders of the reference). Keys added later follow in
   declaration order.
-* Unknown keys are kept (``extra="allow"``) and written back where they were.
+* Unknown keys are kept (``extra="allow"``) and written back where they were, except inside
+  ``accounting.usage``: its six counts are fixed by the spec and read into the one usage value
+  type, :class:`~axl_action.schema.accounting.TokenUsage`, which also carries a provider call's.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from axl_action.evals.dataset import dataset
 from axl_action.evals.definition import define_eval
 from axl_action.evals.llm_scorer import llm_scorer
 from axl_action.evals.loader import load_eval_file
-from axl_action.evals.rescore import execute_rescore, rescore
+from axl_action.evals.rescore import RescoreOptions, execute_rescore, rescore
 from axl_action.evals.runner import execute_eval
 from axl_action.evals.scorer import scorer
 from axl_action.providers.mock import MockProvider
@@ -363,7 +363,7 @@ def test_capture_refs_point_at_judge_calls(tmp_path: Path) -> None:
 
     source, runtime = generate()
     sink = CaptureSink(tmp_path / "r.requests.jsonl")
-    out = execute_rescore(source, judge_scorers(), runtime, capture=sink)
+    out = execute_rescore(source, judge_scorers(), runtime, RescoreOptions(capture=sink))
     assert out["diagnostics"]["status"] == "complete" and out["diagnostics"]["records"] == 7
     records = {
         json.loads(line)["operationId"]: json.loads(line)

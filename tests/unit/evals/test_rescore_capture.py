@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from axl_action.evals.rescore import execute_rescore
+from axl_action.evals.rescore import RescoreOptions, execute_rescore
 from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import scorer
 from axl_action.providers.capture import CaptureSink
@@ -58,7 +58,9 @@ def lines(path: Path) -> list[dict[str, Any]]:
 def test_copied_records_keep_their_ids_and_items_keep_their_refs(tmp_path: Path) -> None:
     source, records = captured_source()
     sink = CaptureSink(tmp_path / "r.jsonl")
-    out = execute_rescore(source, [scorer("s", lambda o: 1)], capture=sink, source_records=records)
+    out = execute_rescore(
+        source, [scorer("s", lambda o: 1)], options=RescoreOptions(capture=sink, source_records=records)
+    )
     assert [r["operationId"] for r in lines(tmp_path / "r.jsonl")] == ["op-0", "op-1", "op-2"]
     assert [i["diagnostics"] for i in out["items"]] == [i["diagnostics"] for i in source["items"]]
     assert out["diagnostics"]["status"] == "complete" and out["diagnostics"]["records"] == 3
@@ -71,7 +73,9 @@ def test_copy_is_bounded_to_three_quarters_of_the_run_limit(tmp_path: Path) -> N
     size = len(json.dumps(records[0], separators=(",", ":"))) + 1
     run_limit = 4 * size  # the copy may use 3 records' worth
     sink = CaptureSink(tmp_path / "r.jsonl", max_run_bytes=run_limit)
-    out = execute_rescore(source, [scorer("s", lambda o: 1)], capture=sink, source_records=records)
+    out = execute_rescore(
+        source, [scorer("s", lambda o: 1)], options=RescoreOptions(capture=sink, source_records=records)
+    )
     bound = int(run_limit * 0.75)
     assert [r["operationId"] for r in lines(tmp_path / "r.jsonl")] == ["op-0", "op-1", "op-2"]
     manifest = out["diagnostics"]
@@ -89,7 +93,9 @@ def test_source_without_artifact_starts_a_fresh_capture(tmp_path: Path) -> None:
     sink = CaptureSink(tmp_path / "r.jsonl")
     state = begin_capture(source, sink, records)
     assert state.sink is sink and not state.carried
-    out = execute_rescore(source, [scorer("s", lambda o: 1)], capture=CaptureSink(tmp_path / "b.jsonl"))
+    out = execute_rescore(
+        source, [scorer("s", lambda o: 1)], options=RescoreOptions(capture=CaptureSink(tmp_path / "b.jsonl"))
+    )
     assert all("diagnostics" not in i for i in out["items"])
     assert out["diagnostics"]["records"] == 0 and not (tmp_path / "b.jsonl").exists()
 
@@ -104,6 +110,6 @@ def test_gone_source_records_mean_no_capture(tmp_path: Path) -> None:
 
 def test_no_capture_requested_means_no_manifest() -> None:
     source, records = captured_source()
-    out = execute_rescore(source, [scorer("s", lambda o: 1)], source_records=records)
+    out = execute_rescore(source, [scorer("s", lambda o: 1)], options=RescoreOptions(source_records=records))
     assert "diagnostics" not in out
     assert all("diagnostics" not in i for i in out["items"])
