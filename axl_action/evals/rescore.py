@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from axl_action.evals.capture_refs import RefCollector
@@ -84,15 +84,15 @@ def rescore(
     result: EvalResult | Mapping[str, Any],
     scorers: Sequence[Scorer],
     runtime: Any = None,
-    *,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    scorer_concurrency: int = DEFAULT_CONCURRENCY,
-    cancel_event: threading.Event | None = None,
-    budget: str | None = None,
-    capture: CaptureSink | None = None,
-    source_records: Iterable[Mapping[str, Any]] | None = None,
+    options: RescoreOptions | None = None,
+    **settings: Any,
 ) -> EvalResult:
     """Re-score the outputs of ``result`` with ``scorers``; returns a new :class:`EvalResult`.
+
+    The spec's ``rescore(result, scorers, runtime, options?)``: ``options`` is a
+    :class:`RescoreOptions`, and keyword arguments set its fields one by one
+    (``rescore(result, scorers, concurrency=2, budget="$1")``); an unknown one raises
+    ``TypeError``.
 
     ``budget`` (``"$1"``, ``"0.50"``) limits only the new judging spend; an invalid one raises
     :class:`~axl_action.errors.BudgetError` before anything is scored. ``cancel_event`` stops
@@ -104,14 +104,7 @@ def rescore(
     """
     from axl_action.schema import WIRE, EvalResult
 
-    options = RescoreOptions(
-        concurrency=concurrency,
-        scorer_concurrency=scorer_concurrency,
-        cancel_event=cancel_event,
-        budget=budget,
-        capture=capture,
-        source_records=source_records,
-    )
+    options = replace(options or RescoreOptions(), **settings)
     # WIRE keeps each item's key order: the reference writes a different order per rule.
     return EvalResult.model_validate(execute_rescore(result, scorers, runtime, options), context=WIRE)
 
