@@ -118,51 +118,49 @@ class Dataset:
         8 µs an item). The first problem in row order is the one raised, as a row-by-row pass
         would: a key problem in row 7 is not reported when row 3's input fails validation.
         """
+        if self._schema is None and self._annotations_schema is None:
+            return _plain_items(rows, where)
+        inputs, notes, noted, key_problem = self._columns(rows, where)
+        valid_inputs, input_bad = _validate_all(self._schema, inputs)
+        valid_notes, note_bad = _validate_all(self._annotations_schema, notes)
+        note_row = (noted[note_bad[0]], note_bad[1]) if note_bad is not None else None
+        _raise_earliest(rows, where, input_bad, note_row, key_problem)
+        checked = dict(zip(noted, valid_notes, strict=True))
+        return self._validated_items(rows, valid_inputs, checked, dropped)
+
+    def _columns(
+        self, rows: list[tuple[int, Any]], where: str
+    ) -> tuple[list[Any], list[Any], list[int], tuple[int, DatasetError] | None]:
+        """The inputs and the annotations to validate, the positions in the inputs of the rows
+        whose annotations are checked, and the first row whose keys are wrong (the columns then
+        stop before it)."""
         inputs: list[Any] = []
         notes: list[Any] = []
-        noted: list[int] = []  # the positions in ``inputs`` whose row has annotations to check
-        first_bad: tuple[int, DatasetError] | None = None
-        plain = self._schema is None and self._annotations_schema is None
-        out: list[DatasetItem] = []
+        noted: list[int] = []
+        check_notes = self._annotations_schema is not None
         for position, raw in rows:
             if not (type(raw) is dict and "input" in raw and raw.keys() <= _ROW_KEYS):
                 problem = _row_problem(raw, f"{where} {position}")
                 if problem is not None:
-                    first_bad = (len(inputs), problem)
-                    break
-            if plain:
-                # A plain dict row needs no copy: the runner only reads it.
-                out.append(raw if type(raw) is dict else {k: raw[k] for k in raw})
-                continue
+                    return inputs, notes, noted, (len(inputs), problem)
             inputs.append(raw["input"])
             annotations = raw.get("annotations")
-            if annotations is not None and self._annotations_schema is not None:
+            if annotations is not None and check_notes:
                 noted.append(len(inputs) - 1)
                 notes.append(annotations)
-        if plain:
-            if first_bad is not None:
-                raise first_bad[1]
-            return out
-        valid_inputs, input_bad = _validate_all(self._schema, inputs)
-        valid_notes, note_bad = _validate_all(self._annotations_schema, notes)
+        return inputs, notes, noted, None
 
-        def failed(row: int, field: str, problems: str) -> DatasetError:
-            # Named only for the row that failed: no label is made per row.
-            return DatasetError(f"{where} {rows[row][0]} {field} failed validation: {problems}")
-
-        # The earliest row wins; within one row the input is reported before its annotations.
-        found: list[tuple[int, int, DatasetError]] = []
-        if input_bad is not None:
-            found.append((input_bad[0], 0, failed(input_bad[0], "input", input_bad[1])))
-        if note_bad is not None:
-            row = noted[note_bad[0]]
-            found.append((row, 1, failed(row, "annotations", note_bad[1])))
-        if first_bad is not None:
-            found.append((first_bad[0], 2, first_bad[1]))
-        if found:
-            raise min(found, key=lambda bad: bad[:2])[2]
-        checked = dict(zip(noted, valid_notes, strict=True))
+    def _validated_items(
+        self,
+        rows: list[tuple[int, Any]],
+        valid_inputs: list[Any],
+        checked: dict[int, Any],
+        dropped: dict[str, None],
+    ) -> list[DatasetItem]:
+        """The items from the validated columns; the annotation keys the schema dropped are
+        noted in ``dropped``."""
         track = self._policy != "ignore" and _is_model(self._annotations_schema)
+        out: list[DatasetItem] = []
         for index, (_, raw) in enumerate(rows):
             item: DatasetItem = {"input": valid_inputs[index]}
             if "annotations" in raw:
@@ -177,6 +175,44 @@ class Dataset:
                 item["annotations"] = annotations
             out.append(item)
         return out
+
+
+def _plain_items(rows: list[tuple[int, Any]], where: str) -> list[DatasetItem]:
+    """The rows of a dataset without schemas, their keys checked; a plain dict row needs no
+    copy (the runner only reads it)."""
+    out: list[DatasetItem] = []
+    for position, raw in rows:
+        if not (type(raw) is dict and "input" in raw and raw.keys() <= _ROW_KEYS):
+            problem = _row_problem(raw, f"{where} {position}")
+            if problem is not None:
+                raise problem
+        out.append(raw if type(raw) is dict else {k: raw[k] for k in raw})
+    return out
+
+
+def _raise_earliest(
+    rows: list[tuple[int, Any]],
+    where: str,
+    input_bad: tuple[int, str] | None,
+    note_bad: tuple[int, str] | None,
+    key_problem: tuple[int, DatasetError] | None,
+) -> None:
+    """Raise the problem of the earliest row; within one row the input is reported before its
+    annotations, and both before a key problem."""
+
+    def failed(row: int, field: str, problems: str) -> DatasetError:
+        # Named only for the row that failed: no label is made per row.
+        return DatasetError(f"{where} {rows[row][0]} {field} failed validation: {problems}")
+
+    found: list[tuple[int, int, DatasetError]] = []
+    if input_bad is not None:
+        found.append((input_bad[0], 0, failed(input_bad[0], "input", input_bad[1])))
+    if note_bad is not None:
+        found.append((note_bad[0], 1, failed(note_bad[0], "annotations", note_bad[1])))
+    if key_problem is not None:
+        found.append((key_problem[0], 2, key_problem[1]))
+    if found:
+        raise min(found, key=lambda bad: bad[:2])[2]
 
 
 dataset = Dataset

@@ -128,7 +128,10 @@ def _received(value: Any) -> str:
     return "object"
 
 
-def _check(value: Any, schema: Mapping[str, Any], path: tuple[str, ...], issues: list[str]) -> Any:
+_Path = tuple[str, ...]
+
+
+def _check(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
     """Validate ``value`` against a JSON-schema subset (type, properties, required, items,
     enum, minimum/maximum, minLength/maxLength); unknown properties are dropped (like zod)."""
     kind = schema.get("type")
@@ -136,49 +139,79 @@ def _check(value: Any, schema: Mapping[str, Any], path: tuple[str, ...], issues:
         options = " | ".join(json.dumps(v) for v in schema["enum"])
         issues.append(_issue(path, f"Invalid enum value. Expected {options}"))
         return None
-    if kind == "object" or (kind is None and "properties" in schema):
-        if not isinstance(value, dict):
-            issues.append(_issue(path, f"Expected object, received {_received(value)}"))
-            return None
-        props = schema.get("properties") or {}
-        out: dict[str, Any] = {}
-        for name in schema.get("required") or []:
-            if name not in value:
-                issues.append(_issue((*path, name), "Required"))
-        for name, sub in props.items():
-            if name in value:
-                out[name] = _check(value[name], sub, (*path, name), issues)
-        return out
-    if kind == "array":
-        if not isinstance(value, list):
-            issues.append(_issue(path, f"Expected array, received {_received(value)}"))
-            return None
-        item_schema = schema.get("items") or {}
-        return [_check(v, item_schema, (*path, str(i)), issues) for i, v in enumerate(value)]
-    if kind in ("number", "integer"):
-        if not finite_number(value):
-            issues.append(_issue(path, f"Expected number, received {_received(value)}"))
-            return None
-        if kind == "integer" and not float(value).is_integer():
-            issues.append(_issue(path, "Expected integer, received float"))
-        if "minimum" in schema and value < schema["minimum"]:
-            issues.append(_issue(path, f"Number must be greater than or equal to {schema['minimum']}"))
-        if "maximum" in schema and value > schema["maximum"]:
-            issues.append(_issue(path, f"Number must be less than or equal to {schema['maximum']}"))
-        return value
-    if kind == "string":
-        if not isinstance(value, str):
-            issues.append(_issue(path, f"Expected string, received {_received(value)}"))
-            return None
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            issues.append(_issue(path, f"String must contain at least {schema['minLength']} character(s)"))
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            issues.append(_issue(path, f"String must contain at most {schema['maxLength']} character(s)"))
-        return value
-    if kind == "boolean" and not isinstance(value, bool):
+    if kind is None and "properties" in schema:
+        kind = "object"
+    check = _CHECKS.get(kind) if isinstance(kind, str) else None
+    return check(value, schema, path, issues) if check is not None else value
+
+
+def _check_object(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """An object: its required keys present, its declared properties checked, the rest dropped."""
+    if not isinstance(value, dict):
+        issues.append(_issue(path, f"Expected object, received {_received(value)}"))
+        return None
+    out: dict[str, Any] = {}
+    for name in schema.get("required") or []:
+        if name not in value:
+            issues.append(_issue((*path, name), "Required"))
+    for name, sub in (schema.get("properties") or {}).items():
+        if name in value:
+            out[name] = _check(value[name], sub, (*path, name), issues)
+    return out
+
+
+def _check_array(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """An array: each element checked against ``items``."""
+    if not isinstance(value, list):
+        issues.append(_issue(path, f"Expected array, received {_received(value)}"))
+        return None
+    item_schema = schema.get("items") or {}
+    return [_check(v, item_schema, (*path, str(i)), issues) for i, v in enumerate(value)]
+
+
+def _check_number(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """A finite number (an integer for ``integer``) within ``minimum``/``maximum``."""
+    if not finite_number(value):
+        issues.append(_issue(path, f"Expected number, received {_received(value)}"))
+        return None
+    if schema.get("type") == "integer" and not float(value).is_integer():
+        issues.append(_issue(path, "Expected integer, received float"))
+    if "minimum" in schema and value < schema["minimum"]:
+        issues.append(_issue(path, f"Number must be greater than or equal to {schema['minimum']}"))
+    if "maximum" in schema and value > schema["maximum"]:
+        issues.append(_issue(path, f"Number must be less than or equal to {schema['maximum']}"))
+    return value
+
+
+def _check_string(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """A string within ``minLength``/``maxLength``."""
+    if not isinstance(value, str):
+        issues.append(_issue(path, f"Expected string, received {_received(value)}"))
+        return None
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        issues.append(_issue(path, f"String must contain at least {schema['minLength']} character(s)"))
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        issues.append(_issue(path, f"String must contain at most {schema['maxLength']} character(s)"))
+    return value
+
+
+def _check_boolean(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """A boolean."""
+    if not isinstance(value, bool):
         issues.append(_issue(path, f"Expected boolean, received {_received(value)}"))
         return None
     return value
+
+
+_CHECKS: dict[str, Callable[[Any, Mapping[str, Any], _Path, list[str]], Any]] = {
+    "object": _check_object,
+    "array": _check_array,
+    "number": _check_number,
+    "integer": _check_number,
+    "string": _check_string,
+    "boolean": _check_boolean,
+}
+"""The check for each schema ``type``; a type not listed is not checked."""
 
 
 # --- reply parsing ---------------------------------------------------------------------------

@@ -121,8 +121,7 @@ def execute_rescore(
     concurrency, capture = options.concurrency, options.capture
     started = time.perf_counter()
     result_id = options.result_id or str(uuid.uuid4())
-    budget = options.budget
-    admission = AdmissionController(parse_budget(budget)) if budget is not None else None
+    admission = AdmissionController(parse_budget(options.budget)) if options.budget is not None else None
     source = _source_wire(result)
     runtime = runtime if runtime is not None else Runtime()
     instrumented, tracker = tracker_for(runtime)
@@ -144,11 +143,7 @@ def execute_rescore(
     refs = RefCollector(capture) if capture is not None else None
     source_items: list[Mapping[str, Any]] = list(source.get("items") or [])
     rescored: list[dict[str, Any] | None] = [None] * len(source_items)
-    restored = continuation.completed
-    continuation.charge(admission)
-    for index, item in restored.items():
-        rescored[index] = item
-    todo = [i for i in range(len(source_items)) if i not in restored]
+    todo = _restore(continuation, admission, rescored)
     looks = _decided_looks(source)
     on_settled = continuation.on_settled
 
@@ -205,6 +200,18 @@ def execute_rescore(
         diagnostics=diagnostics,
         duration=elapsed_ms(started),
     )
+
+
+def _restore(
+    continuation: Continuation, admission: AdmissionController | None, rescored: list[dict[str, Any] | None]
+) -> list[int]:
+    """Put the items a resumed rescore already finished in place (their spend charged to the
+    budget); return the indices left to rescore."""
+    restored = continuation.completed
+    continuation.charge(admission)
+    for index, item in restored.items():
+        rescored[index] = item
+    return [i for i in range(len(rescored)) if i not in restored]
 
 
 def rescore_facts(
