@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from axl_action.errors import AxlError, ItemErrorRateError
@@ -192,22 +192,43 @@ def plan_run(
     return RunPlan(facts=facts, items=[dataset_items[i] for i in chosen], started=started)
 
 
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How :func:`execute_run` runs: one settings object rather than a dozen parameters."""
+
+    execute_workflow: Callable[[Any, Any], Any] | None = None
+    """Overrides the definition's workflow."""
+    concurrency: int | None = None
+    """Items in flight (default: the definition's)."""
+    on_progress: ProgressCallback | None = None
+    """Hears every item event and the run's end."""
+    cancel_event: threading.Event | None = None
+    """Once set, stops admitting items: those not started become ``cancelled`` stubs."""
+    abort_event: threading.Event | None = None
+    """Once set, also cancels the scorers of items in flight (without one, ``cancel_event``
+    does both)."""
+    capture: CaptureSink | None = None
+    """Receives the run's request records (``--capture-requests``)."""
+    shard: tuple[int, int] | None = None
+    """``(i, n)``: run only shard ``i`` of ``n`` (1-based) of the dataset."""
+    result_id: str | None = None
+    """The result's id (default: a fresh UUID)."""
+    plan: RunPlan | None = None
+    """A plan from :func:`plan_run` (then ``shard`` and ``result_id`` are the plan's)."""
+    continuation: Continuation | None = None
+    """The journal's resume state (see :func:`execute_run`)."""
+
+
 def execute_run(
     definition: EvalDefinition,
     runtime: Any = None,
-    *,
-    execute_workflow: Callable[[Any, Any], Any] | None = None,
-    concurrency: int | None = None,
-    on_progress: ProgressCallback | None = None,
-    cancel_event: threading.Event | None = None,
-    abort_event: threading.Event | None = None,
-    capture: CaptureSink | None = None,
-    shard: tuple[int, int] | None = None,
-    result_id: str | None = None,
-    plan: RunPlan | None = None,
-    continuation: Continuation | None = None,
+    options: RunOptions | None = None,
+    **settings: Any,
 ) -> RunRecord:
     """Run ``definition``; the result as wire data plus its view (see :func:`run_eval`).
+
+    ``options`` is a :class:`RunOptions`; keyword arguments set its fields one by one
+    (``execute_run(definition, concurrency=4)``), and an unknown one raises ``TypeError``.
 
     Cancellation has two stages. ``cancel_event`` stops *admitting* items: items not started
     when it is set become ``cancelled`` stubs, items in flight finish. ``abort_event`` also
@@ -220,12 +241,14 @@ def execute_run(
     ``on_abandoned`` hooks that hear every settled item and a hard stop's count of the items
     left in flight.
     """
+    options = replace(options or RunOptions(), **settings)
+    plan, capture, on_progress = options.plan, options.capture, options.on_progress
     if plan is None:
-        plan = plan_run(definition, shard=shard, result_id=result_id)
+        plan = plan_run(definition, shard=options.shard, result_id=options.result_id)
     started = plan.started or time.perf_counter()
     facts = plan.facts
     admission = AdmissionController(parse_budget(facts.budget)) if facts.budget is not None else None
-    workflow = execute_workflow or definition.execute_workflow
+    workflow = options.execute_workflow or definition.execute_workflow
     if workflow is None:
         raise AxlError(
             f"eval {definition.workflow!r} has no execute_workflow",
@@ -233,13 +256,13 @@ def execute_run(
         )
     runtime = runtime if runtime is not None else Runtime()
     instrumented, tracker = tracker_for(runtime)
-    cancel = cancel_event or threading.Event()
-    continuation = continuation or Continuation()
+    cancel = options.cancel_event or threading.Event()
+    continuation = options.continuation or Continuation()
     env = ScoringEnv(
         runtime=runtime,
         scorers=list(definition.scorers),
         instrumented=instrumented,
-        cancel_event=abort_event or cancel,
+        cancel_event=options.abort_event or cancel,
         admission=admission,
         scorer_concurrency=definition.scorer_concurrency,
         track_scope=tracker,
@@ -251,7 +274,7 @@ def execute_run(
     continuation.charge(admission)
     pending = items.restore()
     rounds, repeats = _sequential_rounds(plan, env.scorers)
-    width = concurrency if concurrency is not None else definition.concurrency
+    width = options.concurrency if options.concurrency is not None else definition.concurrency
     stray: list[Scope[Any]] = []
 
     def run_items() -> None:
