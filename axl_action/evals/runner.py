@@ -90,6 +90,11 @@ class _RunState:
         if callback is not None:
             callback({"type": "item_done", "itemIndex": index, "totalItems": self.total, "outcome": outcome})
 
+    def run_done(self, settled: int, failures: Any) -> None:
+        """The run's last event: how many items it settled, and the summary's failures."""
+        if self.on_progress is not None:
+            self.on_progress({"type": "run_done", "totalItems": settled, "failures": failures})
+
 
 def shard_indices(total: int, shard: tuple[int, int] | None) -> list[int]:
     """Dataset indices of shard ``i`` of ``n`` (1-based ``i``): those with ``index % n == i - 1``.
@@ -242,7 +247,7 @@ def execute_run(
     left in flight.
     """
     options = replace(options or RunOptions(), **settings)
-    plan, capture, on_progress = options.plan, options.capture, options.on_progress
+    plan, capture = options.plan, options.capture
     if plan is None:
         plan = plan_run(definition, shard=options.shard, result_id=options.result_id)
     started = plan.started or time.perf_counter()
@@ -268,7 +273,7 @@ def execute_run(
         track_scope=tracker,
         capturing=capture is not None,
     )
-    state = _RunState(total=len(plan.items), on_progress=on_progress)
+    state = _RunState(total=len(plan.items), on_progress=options.on_progress)
     items = _Items(plan.items, workflow, env, state, continuation, cancel)
     refs = RefCollector(capture) if capture is not None else None
     continuation.charge(admission)
@@ -302,24 +307,19 @@ def execute_run(
     accounting = _run_accounting(continuation.fold(dict(run_scope.accounting)), stray, admission)
     # Only a run that made measured calls was priced (and then the table is already loaded).
     priced = instrumented and accounting["operations"]["total"] > 0
-    diagnostics = None
     if refs is not None:
         refs.attach(done)
-        diagnostics = capture_manifest(capture)
     record = assemble_run(
         facts,
         done,
         accounting,
         model_timing=model_timing(state.samples),
         pricing_version=_pricing_version(runtime) if priced else None,
-        diagnostics=diagnostics,
+        diagnostics=capture_manifest(capture) if capture is not None else None,
         started=started,
         sequential=rounds.record(done) if rounds is not None else None,
     )
-    if on_progress is not None:
-        on_progress(
-            {"type": "run_done", "totalItems": len(done), "failures": record.wire["summary"]["failures"]}
-        )
+    state.run_done(len(done), record.wire["summary"]["failures"])
     return record
 
 
