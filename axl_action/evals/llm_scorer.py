@@ -141,15 +141,18 @@ def _check(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]
         return None
     if kind is None and "properties" in schema:
         kind = "object"
-    check = _CHECKS.get(kind) if isinstance(kind, str) else None
-    return check(value, schema, path, issues) if check is not None else value
-
-
-def _check_object(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
-    """An object: its required keys present, its declared properties checked, the rest dropped."""
-    if not isinstance(value, dict):
-        issues.append(_issue(path, f"Expected object, received {_received(value)}"))
+    guard = _TYPES.get(kind) if isinstance(kind, str) else None
+    if guard is None:
+        return value  # a type this subset does not check
+    expected, is_kind, refine = guard
+    if not is_kind(value):
+        issues.append(_issue(path, f"Expected {expected}, received {_received(value)}"))
         return None
+    return refine(value, schema, path, issues) if refine is not None else value
+
+
+def _object(value: dict[str, Any], schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """An object's required keys present and its declared properties checked; the rest dropped."""
     out: dict[str, Any] = {}
     for name in schema.get("required") or []:
         if name not in value:
@@ -160,20 +163,14 @@ def _check_object(value: Any, schema: Mapping[str, Any], path: _Path, issues: li
     return out
 
 
-def _check_array(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
-    """An array: each element checked against ``items``."""
-    if not isinstance(value, list):
-        issues.append(_issue(path, f"Expected array, received {_received(value)}"))
-        return None
+def _array(value: list[Any], schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """An array's elements, each checked against ``items``."""
     item_schema = schema.get("items") or {}
     return [_check(v, item_schema, (*path, str(i)), issues) for i, v in enumerate(value)]
 
 
-def _check_number(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
-    """A finite number (an integer for ``integer``) within ``minimum``/``maximum``."""
-    if not finite_number(value):
-        issues.append(_issue(path, f"Expected number, received {_received(value)}"))
-        return None
+def _number(value: float, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+    """A number that is an integer for ``integer``, within ``minimum``/``maximum``."""
     if schema.get("type") == "integer" and not float(value).is_integer():
         issues.append(_issue(path, "Expected integer, received float"))
     if "minimum" in schema and value < schema["minimum"]:
@@ -183,11 +180,8 @@ def _check_number(value: Any, schema: Mapping[str, Any], path: _Path, issues: li
     return value
 
 
-def _check_string(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
+def _string(value: str, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
     """A string within ``minLength``/``maxLength``."""
-    if not isinstance(value, str):
-        issues.append(_issue(path, f"Expected string, received {_received(value)}"))
-        return None
     if "minLength" in schema and len(value) < schema["minLength"]:
         issues.append(_issue(path, f"String must contain at least {schema['minLength']} character(s)"))
     if "maxLength" in schema and len(value) > schema["maxLength"]:
@@ -195,23 +189,17 @@ def _check_string(value: Any, schema: Mapping[str, Any], path: _Path, issues: li
     return value
 
 
-def _check_boolean(value: Any, schema: Mapping[str, Any], path: _Path, issues: list[str]) -> Any:
-    """A boolean."""
-    if not isinstance(value, bool):
-        issues.append(_issue(path, f"Expected boolean, received {_received(value)}"))
-        return None
-    return value
-
-
-_CHECKS: dict[str, Callable[[Any, Mapping[str, Any], _Path, list[str]], Any]] = {
-    "object": _check_object,
-    "array": _check_array,
-    "number": _check_number,
-    "integer": _check_number,
-    "string": _check_string,
-    "boolean": _check_boolean,
+_Refine = Callable[[Any, Mapping[str, Any], _Path, list[str]], Any]
+_TYPES: dict[str, tuple[str, Callable[[Any], bool], _Refine | None]] = {
+    "object": ("object", lambda v: isinstance(v, dict), _object),
+    "array": ("array", lambda v: isinstance(v, list), _array),
+    "number": ("number", finite_number, _number),
+    "integer": ("number", finite_number, _number),
+    "string": ("string", lambda v: isinstance(v, str), _string),
+    "boolean": ("boolean", lambda v: isinstance(v, bool), None),
 }
-"""The check for each schema ``type``; a type not listed is not checked."""
+"""Per schema ``type``: the name a wrong value is told it should be, the test of the type, and
+the checks of a value of that type."""
 
 
 # --- reply parsing ---------------------------------------------------------------------------

@@ -125,3 +125,60 @@ def test_without_a_runtime_the_judge_explains() -> None:
     scorer = llm_scorer("q", "judge:j", "sys")
     with pytest.raises(Exception, match='LLM scorer "q" has no provider'):
         scorer.score("o", "i", None, None)
+
+
+_SUBSET = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "grade": {"type": "integer"},
+        "label": {"type": "string", "minLength": 2, "maxLength": 4},
+        "tone": {"enum": ["calm", "rude"]},
+        "ok": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "nested": {"properties": {"n": {"type": "number"}}, "required": ["n"]},
+        "free": {"type": ["string", "null"]},
+    },
+    "required": ["score"],
+}
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ('{"score": 0.5, "grade": 1.5}', "grade: Expected integer, received float"),
+        ('{"score": 0.5, "grade": "1"}', "grade: Expected number, received string"),
+        ('{"score": 0.5, "label": "x"}', "label: String must contain at least 2 character(s)"),
+        ('{"score": 0.5, "label": "xxxxx"}', "label: String must contain at most 4 character(s)"),
+        ('{"score": 0.5, "label": 3}', "label: Expected string, received number"),
+        ('{"score": 0.5, "tone": "meh"}', 'tone: Invalid enum value. Expected "calm" | "rude"'),
+        ('{"score": 0.5, "ok": 1}', "ok: Expected boolean, received number"),
+        ('{"score": 0.5, "tags": "a"}', "tags: Expected array, received string"),
+        ('{"score": 0.5, "tags": ["a", 2]}', "tags.1: Expected string, received number"),
+        ('{"score": 0.5, "nested": {}}', "nested.n: Required"),
+        ('{"score": 0.5, "nested": []}', "nested: Expected object, received array"),
+    ],
+)
+def test_json_schema_subset_names_each_violation(reply: str, message: str) -> None:
+    result, _ = _score(reply, schema=_SUBSET)
+    assert str(result.error) == f'LLM scorer "quality" returned an invalid response: {message}'
+
+
+def test_json_schema_subset_keeps_declared_fields_and_drops_the_rest() -> None:
+    reply = (
+        '{"score": 0.5, "grade": 2, "label": "abc", "tone": "calm", "ok": true, "tags": ["a"], '
+        '"nested": {"n": 1, "x": 2}, "free": 7, "extra": 1}'
+    )
+    result, _ = _score(reply, schema=_SUBSET)
+    assert result.error is None
+    assert result.value["score"] == 0.5
+    # A type outside the subset (a list of types) is passed through unchecked.
+    assert result.value["metadata"] == {
+        "grade": 2,
+        "label": "abc",
+        "tone": "calm",
+        "ok": True,
+        "tags": ["a"],
+        "nested": {"n": 1},
+        "free": 7,
+    }
