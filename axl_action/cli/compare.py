@@ -22,7 +22,9 @@ from axl_action.cli.flags import GATE_VALUE_FLAGS, GateFlags, gate_flags, scan
 from axl_action.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
-    from axl_action.compare.models import GateReport
+    from axl_action.compare.models import Comparison, GateReport
+    from axl_action.history.analysis import HistoryAnalysis
+    from axl_action.schema import RunHeader
 
 SUMMARY = "Compare a baseline and a candidate result and apply the gates"
 
@@ -126,7 +128,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
             scorer_subset_sides,
             scorer_subset_warning,
         )
-        from axl_action.schema import dumps_js, read_accounting
+        from axl_action.schema import read_accounting
 
         baseline_file, candidate_file = reads.wait()
     baseline, candidate = baseline_file.runs, candidate_file.runs
@@ -144,24 +146,7 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
     for note in auto.notes if auto is not None else ():
         _warn(stderr, "NOTE: " + note)
     comparison, report = compare_and_gate(args.gates, baseline, candidate, auto, holm=args.holm)
-    from axl_action.compare.hints import argument_hints
-
-    for hint in argument_hints(
-        baseline[0].header,
-        candidate[0].header,
-        args.baseline,
-        args.candidate,
-        usage="axl-eval compare <baseline.json> <candidate.json>",
-    ):
-        _warn(stderr, "NOTE: " + hint)
-    if isinstance(args.gates.thresholds, Mapping):
-        unknown = [k for k in args.gates.thresholds if k not in comparison.scorers]
-        if unknown:
-            _warn(
-                stderr,
-                f"WARNING: --threshold names scorer(s) not in these results: {', '.join(unknown)} "
-                f"(scorers: {', '.join(comparison.scorers)})",
-            )
+    _argument_notes(args, baseline[0].header, candidate[0].header, comparison, stderr)
 
     print(
         format_compare(comparison, read_accounting(baseline[0].header), read_accounting(candidate[0].header)),
@@ -191,23 +176,56 @@ def run(argv: list[str], *, out: TextIO | None = None, err: TextIO | None = None
 
     code = _report_gates(report, stderr)
     if args.json_path:
-        from pathlib import Path
-
-        payload = {"comparison": comparison.to_wire(), "gates": report.to_wire()}
-        if analysis is not None:
-            from axl_action.history.analysis import analysis_wire
-
-            payload["history"] = analysis_wire(analysis, comparison)
-        target = Path(args.json_path)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(dumps_js(payload) + "\n", encoding="utf-8")
-        except OSError as err:
-            raise InputFileError(
-                f"cannot write --json file {target}: {err.strerror or err}", hint="pass a writable file path"
-            ) from None
-        print(f"Comparison saved to {target}", file=stdout)
+        _write_json(args.json_path, comparison, report, analysis, stdout)
     return code
+
+
+def _argument_notes(
+    args: CompareArgs, baseline: RunHeader, candidate: RunHeader, comparison: Comparison, stderr: TextIO
+) -> None:
+    """Note files that look swapped or identical, and warn of ``--threshold`` names no scorer has."""
+    from axl_action.compare.hints import argument_hints
+
+    for hint in argument_hints(
+        baseline,
+        candidate,
+        args.baseline,
+        args.candidate,
+        usage="axl-eval compare <baseline.json> <candidate.json>",
+    ):
+        _warn(stderr, "NOTE: " + hint)
+    if isinstance(args.gates.thresholds, Mapping):
+        unknown = [k for k in args.gates.thresholds if k not in comparison.scorers]
+        if unknown:
+            _warn(
+                stderr,
+                f"WARNING: --threshold names scorer(s) not in these results: {', '.join(unknown)} "
+                f"(scorers: {', '.join(comparison.scorers)})",
+            )
+
+
+def _write_json(
+    path: str, comparison: Comparison, report: GateReport, analysis: HistoryAnalysis | None, stdout: TextIO
+) -> None:
+    """Write the ``--json`` file (comparison, gate report, history analysis) and say where it went."""
+    from pathlib import Path
+
+    from axl_action.schema import dumps_js
+
+    payload = {"comparison": comparison.to_wire(), "gates": report.to_wire()}
+    if analysis is not None:
+        from axl_action.history.analysis import analysis_wire
+
+        payload["history"] = analysis_wire(analysis, comparison)
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(dumps_js(payload) + "\n", encoding="utf-8")
+    except OSError as err:
+        raise InputFileError(
+            f"cannot write --json file {target}: {err.strerror or err}", hint="pass a writable file path"
+        ) from None
+    print(f"Comparison saved to {target}", file=stdout)
 
 
 def _report_gates(report: GateReport, stderr: TextIO) -> int:

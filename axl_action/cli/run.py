@@ -18,7 +18,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,8 @@ from axl_action.cli.common import (
 from axl_action.errors import AxlError, UsageError
 
 if TYPE_CHECKING:
-    from axl_action.evals.journal.session import JournalSession
+    from axl_action.evals.journal.session import JournalSession, Resumed, StartedResult
+    from axl_action.evals.runner import RunRecord
     from axl_action.schema import RunView
 
 SUMMARY = "Run eval files and write results (the default command)"
@@ -365,6 +366,26 @@ def _run_files(
     return results, failed
 
 
+@dataclass(frozen=True, slots=True)
+class _EvalRun:
+    """One loaded eval as this command runs it: its definition with the flags applied, and the run's hooks."""
+
+    loaded: Any
+    definition: Any
+    args: argparse.Namespace
+    runtime: Any
+    interrupt: Interrupt
+    session: JournalSession | None
+    group_id: str
+    sequential: Any
+
+    @property
+    def label(self) -> str:
+        """The eval's label (as the console and the journal name it)."""
+        label: str = self.loaded.label
+        return label
+
+
 def _run_one(
     loaded: Any,
     args: argparse.Namespace,
@@ -372,23 +393,32 @@ def _run_one(
     interrupt: Interrupt,
     session: JournalSession | None,
 ) -> tuple[list[dict[str, Any]], bool]:
-    from axl_action.evals import console
-    from axl_action.evals.continuation import Continuation
-    from axl_action.evals.journal.session import stamp_resumed
-    from axl_action.evals.multirun import aggregate_runs
-    from axl_action.evals.progress import Progress
-    from axl_action.evals.runner import (
-        RunRecord,
-        apply_scorer_filter,
-        execute_run,
-        plan_run,
-        stamp_scorer_filter,
+    """Run one loaded eval ``--runs`` times: its results, and whether it fails the file."""
+    definition = _definition(loaded, args)
+    group_id = (
+        session.group_id(loaded.identity, loaded.label, args.runs) if session is not None else None
+    ) or str(uuid.uuid4())
+    sequential = _sequential_plan(args, definition.dataset.name, loaded.label)
+    ctx = _EvalRun(
+        loaded=loaded,
+        definition=definition,
+        args=args,
+        runtime=runtime,
+        interrupt=interrupt,
+        session=session,
+        group_id=group_id,
+        sequential=sequential,
     )
-    from axl_action.schema.journal import RunGroup
+    if args.runs == 1:
+        return _run_single(ctx)
+    return _run_batch(ctx)
 
-    label: str = loaded.label
+
+def _definition(loaded: Any, args: argparse.Namespace) -> Any:
+    """The eval's definition with the command's concurrency, budget, error rate, repeats and scorers."""
+    from axl_action.evals.runner import apply_scorer_filter
+
     definition = loaded.definition
-    cancel = interrupt.event
     concurrency = args.concurrency or env_int("AXL_EVAL_CONCURRENCY") or definition.concurrency
     overrides: dict[str, Any] = {"concurrency": concurrency}
     if args.budget is not None:
@@ -397,123 +427,175 @@ def _run_one(
         overrides["fail_on_item_error_rate"] = args.max_item_error_rate
     if isinstance(args.repeats, int):
         overrides["repeats"] = args.repeats
-    definition = replace(definition, **overrides)
-    definition = apply_scorer_filter(definition, args.scorers)
-    group_id = (session.group_id(loaded.identity, label, args.runs) if session is not None else None) or str(
-        uuid.uuid4()
+    return apply_scorer_filter(replace(definition, **overrides), args.scorers)
+
+
+def _run_once(ctx: _EvalRun, run_label: str, run_index: int) -> RunRecord:
+    """Run the eval once (run ``run_index`` of ``--runs``), journaled when there is a session, and stamp it."""
+    from axl_action.evals.runner import plan_run
+
+    plan = replace(plan_run(ctx.definition, shard=ctx.args.shard), sequential=ctx.sequential)
+    started = _start_journaled(ctx, plan, run_index)
+    if started is not None:
+        plan = replace(plan, facts=started.facts)
+    resumed = started.resumed if started is not None else None
+    record = _execute(ctx, plan, started, run_label, run_index)
+    _stamp(ctx, record, resumed, run_label)
+    return record
+
+
+def _start_journaled(ctx: _EvalRun, plan: Any, run_index: int) -> StartedResult | None:
+    """Open this run's result in the journal (None without a session)."""
+    from axl_action.schema.journal import RunGroup
+
+    if ctx.session is None:
+        return None
+    args = ctx.args
+    batch = args.runs > 1
+    suffix = f" run {run_index + 1}/{args.runs}" if batch else ""
+    return ctx.session.start(
+        ctx.loaded.identity + suffix,
+        ctx.label,
+        plan.facts,
+        group=RunGroup(group_id=ctx.group_id, index=run_index, count=args.runs) if batch else None,
+        sources=ctx.loaded.sources,
+        old_key=ctx.label + suffix,
     )
 
-    sequential = _sequential_plan(args, definition.dataset.name, label)
 
-    def once(run_label: str, run_index: int) -> RunRecord:
-        plan = replace(plan_run(definition, shard=args.shard), sequential=sequential)
-        started = None
-        if session is not None:
-            batch = args.runs > 1
-            suffix = f" run {run_index + 1}/{args.runs}" if batch else ""
-            started = session.start(
-                loaded.identity + suffix,
-                label,
-                plan.facts,
-                group=RunGroup(group_id=group_id, index=run_index, count=args.runs) if batch else None,
-                sources=loaded.sources,
-                old_key=label + suffix,
-            )
-            plan = replace(plan, facts=started.facts)
-        resumed = started.resumed if started is not None else None
-        result_id = plan.facts.result_id
-        sink = (
-            sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content, resume=args.resume)
-            if args.capture_requests
-            else None
-        )
-        progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
-        cache = runtime.cache
-        recorder = args.recorder
-        on_abandoned = functools.partial(interrupt.abandoned, result_id)
-        record = execute_run(
-            definition,
-            runtime.with_cache(cache.at_repeat(run_index)) if cache is not None else runtime,
-            on_progress=progress,
-            cancel_event=cancel,
-            abort_event=interrupt.abort,
-            capture=sink,
-            plan=plan,
-            continuation=started.continuation(on_abandoned)
-            if started is not None
-            else Continuation(on_abandoned=on_abandoned),
-        )
-        if recorder is not None:
-            record.wire["metadata"]["sources"] = _sources_record(recorder, loaded, definition, args)
-        stamp_resumed(record.wire, resumed)
-        if record.view.header.sequential is not None:
-            from axl_action.compare.gates import describe_sequential
+def _execute(
+    ctx: _EvalRun, plan: Any, started: StartedResult | None, run_label: str, run_index: int
+) -> RunRecord:
+    """Execute the planned run with its capture sidecar, progress line, cache repeat and continuation."""
+    from axl_action.evals.continuation import Continuation
+    from axl_action.evals.progress import Progress
+    from axl_action.evals.runner import execute_run
 
-            said = describe_sequential(record.view.header.sequential)
-            print(f"[axl-eval] {run_label}: repeats auto: {said}.", file=sys.stderr)
-        if cache is not None:
-            # Compare tells a cached run from a live one by this (docs/cache.md).
-            record.wire["metadata"]["cache"] = {"mode": cache.mode}
-        if args.scorers:
-            stamp_scorer_filter(record.wire, definition)
-        return record
+    args, runtime, interrupt = ctx.args, ctx.runtime, ctx.interrupt
+    result_id = plan.facts.result_id
+    sink = (
+        sidecar_sink(Path(args.output), result_id, redact_content=args.redact_content, resume=args.resume)
+        if args.capture_requests
+        else None
+    )
+    progress: Callable[[Any], None] | None = None if args.quiet else Progress(run_label, sys.stderr)
+    cache = runtime.cache
+    on_abandoned = functools.partial(interrupt.abandoned, result_id)
+    return execute_run(
+        ctx.definition,
+        runtime.with_cache(cache.at_repeat(run_index)) if cache is not None else runtime,
+        on_progress=progress,
+        cancel_event=interrupt.event,
+        abort_event=interrupt.abort,
+        capture=sink,
+        plan=plan,
+        continuation=started.continuation(on_abandoned)
+        if started is not None
+        else Continuation(on_abandoned=on_abandoned),
+    )
 
-    if args.runs == 1:
-        try:
-            record = once(label, 0)
-        except Exception as err:
-            print(f"Error running eval {label}: {_describe(err)}", file=sys.stderr)
-            if session is not None:
-                session.incomplete = True
-            return [], True
-        if not args.quiet:
-            print("\n" + console.format_table(record.view) + "\n")
-        return [record.wire], _report(record.view, label)
 
-    completed: list[dict[str, Any]] = []
-    views: list[RunView] = []
-    failure: str | None = None
-    for r in range(1, args.runs + 1):
-        if cancel.is_set():
-            break
-        print(f"[axl-eval] Run {r}/{args.runs}...", file=sys.stderr)
-        try:
-            record = once(f"{label} run {r}/{args.runs}", r - 1)
-        except Exception as err:
-            failure = _describe(err)
-            print(f"[axl-eval] Run {r}/{args.runs} failed: {failure}", file=sys.stderr)
-            if session is not None:
-                session.incomplete = True
-            break
-        record.wire["metadata"]["runGroupId"] = group_id
-        record.wire["metadata"]["runIndex"] = r - 1
-        completed.append(record.wire)
-        views.append(record.view)
+def _stamp(ctx: _EvalRun, record: RunRecord, resumed: Resumed | None, run_label: str) -> None:
+    """Stamp the record's sources, resume, cache and scorer filter; say what ``--repeats auto`` did."""
+    from axl_action.evals.journal.session import stamp_resumed
+    from axl_action.evals.runner import stamp_scorer_filter
+
+    args = ctx.args
+    if args.recorder is not None:
+        record.wire["metadata"]["sources"] = _sources_record(args.recorder, ctx.loaded, ctx.definition, args)
+    stamp_resumed(record.wire, resumed)
+    if record.view.header.sequential is not None:
+        from axl_action.compare.gates import describe_sequential
+
+        said = describe_sequential(record.view.header.sequential)
+        print(f"[axl-eval] {run_label}: repeats auto: {said}.", file=sys.stderr)
+    cache = ctx.runtime.cache
+    if cache is not None:
+        # Compare tells a cached run from a live one by this (docs/cache.md).
+        record.wire["metadata"]["cache"] = {"mode": cache.mode}
+    if args.scorers:
+        stamp_scorer_filter(record.wire, ctx.definition)
+
+
+def _run_single(ctx: _EvalRun) -> tuple[list[dict[str, Any]], bool]:
+    """``--runs 1``: run the eval, print its table, and report its gates."""
+    from axl_action.evals import console
+
+    label = ctx.label
+    try:
+        record = _run_once(ctx, label, 0)
+    except Exception as err:
+        print(f"Error running eval {label}: {_describe(err)}", file=sys.stderr)
+        if ctx.session is not None:
+            ctx.session.incomplete = True
+        return [], True
+    if not ctx.args.quiet:
+        print("\n" + console.format_table(record.view) + "\n")
+    return [record.wire], _report(record.view, label)
+
+
+def _run_batch(ctx: _EvalRun) -> tuple[list[dict[str, Any]], bool]:
+    """``--runs N``: run the batch, mark it partial if short, print its table, report each run's gates."""
+    from axl_action.evals import console
+    from axl_action.evals.multirun import aggregate_runs
+
+    label, runs = ctx.label, ctx.args.runs
+    completed, views, failure = _batch_runs(ctx)
     if not completed:
         print(
             f"[axl-eval] Aborting {label}: no runs completed ({failure or 'unknown failure'}).",
             file=sys.stderr,
         )
         return [], True
-    partial = len(completed) < args.runs
+    partial = len(completed) < runs
     if partial:
-        for result in completed:
-            meta = result["metadata"]
-            meta["fromPartialBatch"] = True
-            meta["batchCompleted"] = len(completed)
-            meta["batchAttempted"] = args.runs
-            if failure:
-                meta["batchFailure"] = failure
-        print(
-            f"[axl-eval] PARTIAL: {len(completed)} of {args.runs} runs completed for {label}.",
-            file=sys.stderr,
-        )
-    if not args.quiet:
+        _mark_partial(completed, runs, failure, label)
+    if not ctx.args.quiet:
         print("\n" + console.format_multi_run_table(aggregate_runs(completed)) + "\n")
     gate_failed = False
     for i, view in enumerate(views, start=1):
-        gate_failed = _report(view, label, f"{label} run {i}/{args.runs}") or gate_failed
+        gate_failed = _report(view, label, f"{label} run {i}/{runs}") or gate_failed
     return completed, partial or gate_failed
+
+
+def _batch_runs(ctx: _EvalRun) -> tuple[list[dict[str, Any]], list[RunView], str | None]:
+    """Run the batch's runs in turn until one fails or the run is cancelled: wires, views, the failure."""
+    label, runs = ctx.label, ctx.args.runs
+    completed: list[dict[str, Any]] = []
+    views: list[RunView] = []
+    failure: str | None = None
+    for r in range(1, runs + 1):
+        if ctx.interrupt.event.is_set():
+            break
+        print(f"[axl-eval] Run {r}/{runs}...", file=sys.stderr)
+        try:
+            record = _run_once(ctx, f"{label} run {r}/{runs}", r - 1)
+        except Exception as err:
+            failure = _describe(err)
+            print(f"[axl-eval] Run {r}/{runs} failed: {failure}", file=sys.stderr)
+            if ctx.session is not None:
+                ctx.session.incomplete = True
+            break
+        record.wire["metadata"]["runGroupId"] = ctx.group_id
+        record.wire["metadata"]["runIndex"] = r - 1
+        completed.append(record.wire)
+        views.append(record.view)
+    return completed, views, failure
+
+
+def _mark_partial(completed: list[dict[str, Any]], runs: int, failure: str | None, label: str) -> None:
+    """Stamp each completed result as from a partial batch, and say so."""
+    for result in completed:
+        meta = result["metadata"]
+        meta["fromPartialBatch"] = True
+        meta["batchCompleted"] = len(completed)
+        meta["batchAttempted"] = runs
+        if failure:
+            meta["batchFailure"] = failure
+    print(
+        f"[axl-eval] PARTIAL: {len(completed)} of {runs} runs completed for {label}.",
+        file=sys.stderr,
+    )
 
 
 def _sequential_baseline(args: argparse.Namespace) -> list[RunView]:
