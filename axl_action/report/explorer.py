@@ -347,6 +347,203 @@ def pack_json(data: Any) -> str:
     return pack_bytes(dumps_finite_bytes(data))
 
 
+def _paired_baseline(
+    n: int, b_items: Sequence[EvalItem], pairs: Sequence[int | None] | None
+) -> list[EvalItem | None]:
+    """Per candidate item, the baseline item it pairs with (None: not in the baseline)."""
+    if pairs is None:
+        return [b_items[i] if i < len(b_items) else None for i in range(n)]
+    at = [pairs[i] if i < len(pairs) else None for i in range(n)]
+    return [b_items[bj] if bj is not None and bj < len(b_items) else None for bj in at]
+
+
+def _regressed_scorers(scorers: list[str], regressions: Collection[tuple[int, str]]) -> dict[int, list[int]]:
+    """Per candidate item, the sorted indices of its regressed scorers (known scorers only)."""
+    index_of = {name: k for k, name in enumerate(scorers)}
+    found: dict[int, set[int]] = {}
+    for j, name in regressions:
+        if name in index_of:
+            found.setdefault(j, set()).add(index_of[name])
+    return {j: sorted(ks) for j, ks in found.items()}
+
+
+def _scorer_entries(
+    c_details: dict[str, Any], b_details: dict[str, Any], scorers: list[str], errors: list[str], cap: int
+) -> tuple[list[dict[str, Any] | None], bool]:
+    """An item's per-scorer detail (outcome, both sides' reasoning, error) and whether any skipped."""
+    skipped = False
+    by_scorer: list[dict[str, Any] | None] = []
+    for k, name in enumerate(scorers):
+        cd = c_details.get(name)
+        bd = b_details.get(name)
+        if cd is not None and (cd.skipped or cd.outcome == "skipped"):
+            skipped = True
+        entry: dict[str, Any] = {}
+        if cd is not None and cd.outcome:
+            entry["o"] = cd.outcome
+        cr = reasoning_of(cd.metadata) if cd is not None else ""
+        br = reasoning_of(bd.metadata) if bd is not None else ""
+        if cr:
+            entry["cr"] = cut_text(cr, cap)
+        if br:
+            entry["br"] = cut_text(br, cap)
+        if cd is not None and cd.outcome == "failed" and k < len(errors):
+            entry["ce"] = truncate(errors[k], 2000)
+        by_scorer.append(entry or None)
+    return by_scorer, skipped
+
+
+def _error_text(item: EvalItem, errors: list[str]) -> str:
+    """The detail's error box: the item's failure, then its scorer errors ("" when neither)."""
+    err = _failure_text(item)
+    if errors:
+        err = (err + "\n" if err else "") + "Scorer errors:\n" + "\n".join(f"- {e}" for e in errors)
+    return err
+
+
+def _add_accounting(detail: dict[str, Any], item: EvalItem, unpriced: Collection[str]) -> None:
+    """The detail's token, operation and unknown-spend fields, from the item's accounting."""
+    acc = item.accounting
+    if acc is None:
+        return
+    detail["tok"] = [
+        int(acc.usage.input_tokens),
+        int(acc.usage.output_tokens),
+        int(acc.usage.reasoning_tokens),
+    ]
+    detail["ops"] = [acc.operations.settled, acc.operations.unknown, acc.operations.denied]
+    unknown = _unknown_spend(item, unpriced)
+    if unknown:
+        detail["unp"] = unknown
+
+
+@dataclass(frozen=True)
+class _DetailOptions:
+    """What every item's detail record is built with, shared by the whole report."""
+
+    scorers: list[str]
+    cap: int
+    unpriced: Collection[str]
+    money: _Money
+
+
+def _stream_details(
+    sink: _DetailSink,
+    items: Sequence[EvalItem],
+    paired: Sequence[EvalItem | None],
+    same: Sequence[bool],
+    opts: _DetailOptions,
+) -> tuple[list[str], list[bool]]:
+    """Each item's detail record into ``sink``; returns the titles and skipped marks on the way.
+
+    The titles and skipped marks fall out of the detail's input and scorer work, so they are
+    taken here rather than computed again for the table.
+    """
+    scorers, cap, money = opts.scorers, opts.cap, opts.money
+    titles: list[str] = []
+    skipped: list[bool] = []
+    for item, b, same_output in zip(items, paired, same, strict=True):
+        errors = item.scorer_errors or []
+        b_details = (b.score_details or {}) if b is not None else {}
+        by_scorer, any_skipped = _scorer_entries(item.score_details or {}, b_details, scorers, errors, cap)
+        skipped.append(any_skipped)
+        title, input_field = _title_and_input(item.input, cap)
+        titles.append(title)
+        # Structured values stay JSON values; the page pretty-prints them on demand, which
+        # is far cheaper than Python's indenting encoder for 100,000 items.
+        detail: dict[str, Any] = {
+            "key": item_key(item.input),
+            **input_field,
+            "co": _raw(item.output, cap),
+            "sc": by_scorer,
+            "gc": money.spend(item.cost, item) if item.cost is not None else "—",
+            "jc": money.usd(item.scorer_cost),
+        }
+        if item.has("annotations"):
+            detail["an"] = _raw(item.annotations, cap)
+        if b is not None:
+            if same_output:
+                detail["bs"] = 1  # baseline output identical: not stored twice
+            else:
+                detail["bo"] = _raw(b.output, cap)
+            detail["bc"] = money.cost_cell(b, _item_cost(b))
+            detail["bl"] = b.duration
+        err = _error_text(item, errors)
+        if err:
+            detail["err"] = cut_text(err, cap)
+        _add_accounting(detail, item, opts.unpriced)
+        if item.diagnostics is not None:
+            detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
+        if item.repeats:
+            detail["rp"] = _repeats_detail(item.repeats, scorers, cap)
+        if item.calls:
+            detail["calls"] = [_call_row(call) for call in item.calls]
+        sink.add(detail)
+    return titles, skipped
+
+
+@dataclass(frozen=True)
+class _ItemMarks:
+    """Per item, what its flags are read from besides the item and its pair."""
+
+    same: Sequence[bool]
+    regressed: Sequence[list[int] | int]
+    improved: Collection[int]
+    flaky: Sequence[list[int] | int]
+    skipped: Sequence[bool]
+
+
+def _flag_column(
+    items: Sequence[EvalItem], paired: Sequence[EvalItem | None], marks: _ItemMarks
+) -> list[int]:
+    """Each item's ``FLAG_*`` bits, for the table's filter chips."""
+    flag_col: list[int] = []
+    for i, (item, b) in enumerate(zip(items, paired, strict=True)):
+        flags = 0
+        if marks.regressed[i]:
+            flags |= FLAG_REGRESSED
+        if i in marks.improved:
+            flags |= FLAG_IMPROVED
+        if b is not None and (not marks.same[i] or item.bucket != b.bucket):
+            flags |= FLAG_CHANGED
+        if item.bucket in ("failed", "cancelled"):
+            flags |= FLAG_FAILED
+        if item.bucket in ("budget_skipped", "budget_interrupted"):
+            flags |= FLAG_BUDGET
+        if item.scorer_errors:
+            flags |= FLAG_SCORER_ERRORS
+        if marks.flaky[i]:
+            flags |= FLAG_FLAKY
+        if marks.skipped[i]:
+            flags |= FLAG_SKIPPED
+        flag_col.append(flags)
+    return flag_col
+
+
+def _table_columns(
+    items: Sequence[EvalItem],
+    paired: Sequence[EvalItem | None],
+    scorers: list[str],
+    titles: list[str],
+    marks: _ItemMarks,
+    money: _Money,
+) -> dict[str, Any]:
+    """The table's columns (see templates/report.js, "columns"), in the order the page reads them."""
+    costs = [_item_cost(item) for item in items]
+    return {
+        "title": titles,
+        "out": [item.bucket for item in items],
+        "bout": [b.bucket if b is not None else None for b in paired],
+        "flags": _flag_column(items, paired, marks),
+        "cost": costs,
+        "lat": [item.duration for item in items],
+        "b": [[b.scores.get(name) if b is not None else None for b in paired] for name in scorers],
+        "c": [[item.scores.get(name) for item in items] for name in scorers],
+        "rs": marks.regressed,
+        "ct": [money.cost_cell(item, cost) for item, cost in zip(items, costs, strict=True)],
+    }
+
+
 def build_explorer(
     candidate: EvalResult,
     baseline: EvalResult | None,
@@ -369,152 +566,38 @@ def build_explorer(
     flaky flag and the ``fk`` column (flaky scorer indices or 0), details the score strip.
     ``text_limit`` cuts each output, input, annotation, reasoning and error (0: no limit).
     """
-    index_of = {name: k for k, name in enumerate(scorers)}
-    regressed_at: dict[int, list[int]] = {}
-    for j, name in regressions:
-        if name in index_of:
-            regressed_at.setdefault(j, []).append(index_of[name])
-    improved_at = {j for j, name in improvements if name in index_of}
-    n_scorers = len(scorers)
-    # The table's columns (see templates/report.js, "columns").
-    titles: list[str] = []
-    outcomes: list[str] = []
-    b_outcomes: list[str | None] = []
-    flag_col: list[int] = []
-    costs: list[float | None] = []
-    latencies: list[float | None] = []
-    b_scores: list[list[float | None]] = [[] for _ in scorers]
-    c_scores: list[list[float | None]] = [[] for _ in scorers]
-    regressed_col: list[list[int] | int] = []
-    cost_texts: list[str] = []
-    flaky_col: list[list[int] | int] = []
-    sink = _DetailSink(chunk_items)
+    items = candidate.items
+    n = len(items)
+    paired = _paired_baseline(n, baseline.items if baseline is not None else [], pairs)
+    same = [b is not None and b.output == item.output for item, b in zip(items, paired, strict=True)]
     money = _Money()
-    b_items = baseline.items if baseline is not None else []
-    cap = text_limit
-    for i, item in enumerate(candidate.items):
-        bj = pairs[i] if pairs is not None and i < len(pairs) else (i if pairs is None else None)
-        b = b_items[bj] if bj is not None and bj < len(b_items) else None
-        flags = 0
-        regressed_ids = sorted(set(regressed_at.get(i, ())))
-        if regressed_ids:
-            flags |= FLAG_REGRESSED
-        if i in improved_at:
-            flags |= FLAG_IMPROVED
-        same_output = b is not None and b.output == item.output
-        if b is not None and (not same_output or item.bucket != b.bucket):
-            flags |= FLAG_CHANGED
-        if item.bucket in ("failed", "cancelled"):
-            flags |= FLAG_FAILED
-        if item.bucket in ("budget_skipped", "budget_interrupted"):
-            flags |= FLAG_BUDGET
-        errors = item.scorer_errors or []
-        if errors:
-            flags |= FLAG_SCORER_ERRORS
-        flaky_ids = history.flaky[i] if history is not None and i < len(history.flaky) else []
-        if flaky_ids:
-            flags |= FLAG_FLAKY
-        c_details = item.score_details or {}
-        b_details = (b.score_details or {}) if b is not None else {}
-        by_scorer: list[dict[str, Any] | None] = []
-        for k, name in enumerate(scorers):
-            cd = c_details.get(name)
-            bd = b_details.get(name)
-            if cd is not None and (cd.skipped or cd.outcome == "skipped"):
-                flags |= FLAG_SKIPPED
-            entry: dict[str, Any] = {}
-            if cd is not None and cd.outcome:
-                entry["o"] = cd.outcome
-            cr = reasoning_of(cd.metadata) if cd is not None else ""
-            br = reasoning_of(bd.metadata) if bd is not None else ""
-            if cr:
-                entry["cr"] = cut_text(cr, cap)
-            if br:
-                entry["br"] = cut_text(br, cap)
-            if cd is not None and cd.outcome == "failed" and k < len(errors):
-                entry["ce"] = truncate(errors[k], 2000)
-            by_scorer.append(entry or None)
-        title, input_field = _title_and_input(item.input, cap)
-        titles.append(title)
-        outcomes.append(item.bucket)
-        b_outcomes.append(b.bucket if b is not None else None)
-        flag_col.append(flags)
-        cost = _item_cost(item)
-        costs.append(cost)
-        latencies.append(item.duration)
-        for k in range(n_scorers):
-            name = scorers[k]
-            b_scores[k].append(b.scores.get(name) if b is not None else None)
-            c_scores[k].append(item.scores.get(name))
-        regressed_col.append(regressed_ids or 0)
-        cost_texts.append(money.cost_cell(item, cost))
-        flaky_col.append(flaky_ids or 0)
-        # Structured values stay JSON values; the page pretty-prints them on demand, which
-        # is far cheaper than Python's indenting encoder for 100,000 items.
-        detail: dict[str, Any] = {
-            "key": item_key(item.input),
-            **input_field,
-            "co": _raw(item.output, cap),
-            "sc": by_scorer,
-            "gc": money.spend(item.cost, item) if item.cost is not None else "—",
-            "jc": money.usd(item.scorer_cost),
-        }
-        if item.has("annotations"):
-            detail["an"] = _raw(item.annotations, cap)
-        if b is not None:
-            if same_output:
-                detail["bs"] = 1  # baseline output identical: not stored twice
-            else:
-                detail["bo"] = _raw(b.output, cap)
-            detail["bc"] = money.cost_cell(b, _item_cost(b))
-            detail["bl"] = b.duration
-        err = _failure_text(item)
-        if errors:
-            err = (err + "\n" if err else "") + "Scorer errors:\n" + "\n".join(f"- {e}" for e in errors)
-        if err:
-            detail["err"] = cut_text(err, cap)
-        acc = item.accounting
-        if acc is not None:
-            detail["tok"] = [
-                int(acc.usage.input_tokens),
-                int(acc.usage.output_tokens),
-                int(acc.usage.reasoning_tokens),
-            ]
-            detail["ops"] = [acc.operations.settled, acc.operations.unknown, acc.operations.denied]
-            unknown = _unknown_spend(item, unpriced)
-            if unknown:
-                detail["unp"] = unknown
-        if item.diagnostics is not None:
-            detail["refs"] = [op.operation_id for op in item.diagnostics.operations]
-        if item.repeats:
-            detail["rp"] = _repeats_detail(item.repeats, scorers, cap)
-        if item.calls:
-            detail["calls"] = [_call_row(call) for call in item.calls]
-        sink.add(detail)
-
-    columns: dict[str, Any] = {
-        "title": titles,
-        "out": outcomes,
-        "bout": b_outcomes,
-        "flags": flag_col,
-        "cost": costs,
-        "lat": latencies,
-        "b": b_scores,
-        "c": c_scores,
-        "rs": regressed_col,
-        "ct": cost_texts,
-    }
+    sink = _DetailSink(chunk_items)
+    # Details first: their chunks deflate on worker threads while the columns are built.
+    titles, skipped = _stream_details(
+        sink, items, paired, same, _DetailOptions(scorers, text_limit, unpriced, money)
+    )
+    regressed_at = _regressed_scorers(scorers, regressions)
+    known = set(scorers)
+    flaky = history.flaky if history is not None else []
+    marks = _ItemMarks(
+        same=same,
+        regressed=[regressed_at.get(i) or 0 for i in range(n)],
+        improved={j for j, name in improvements if name in known},
+        flaky=[(flaky[i] if i < len(flaky) else None) or 0 for i in range(n)],
+        skipped=skipped,
+    )
+    columns = _table_columns(items, paired, scorers, titles, marks, money)
     meta: dict[str, Any] = {
         "v": 2,
         "scorers": scorers,
         "hasBaseline": baseline is not None,
         "pageSize": page_size,
-        "items": len(titles),
+        "items": n,
         "chunkItems": chunk_items,
     }
     history_text = ""
     if history is not None:
-        columns["fk"] = flaky_col
+        columns["fk"] = marks.flaky
         shape = history.strips.shape
         meta["history"] = {"labels": history.labels, "scorers": int(shape[1]), "points": int(shape[2])}
         history_text = encode_strips(history.strips)
@@ -522,7 +605,7 @@ def build_explorer(
         rows_json=json_for_script(meta),
         columns_text=pack_json(columns),
         details_text=sink.finish(),
-        items=len(titles),
+        items=n,
         chunk_items=chunk_items,
         history_text=history_text,
     )
