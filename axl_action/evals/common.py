@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
+from axl_action.evals.scorer import Scorer
+from axl_action.evals.scoring import ScoringEnv
 from axl_action.providers.intercept import measure_model_calls, runtime_pricing, warn_unattributed
+from axl_action.runtime.admission import AdmissionController
+from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import Scope, TrackResult, track
 from axl_action.schema.accounting import empty_accounting
 
@@ -79,10 +84,42 @@ def track_uninstrumented(fn: Callable[..., Any], *args: Any, **_: Any) -> TrackR
     return TrackResult.finished("fulfilled", value, None, uninstrumented_accounting())
 
 
-def tracker_for(runtime: Any) -> tuple[bool, Callable[..., TrackResult[Any]]]:
-    """(instrumented, scope tracker) for ``runtime``."""
+class Stops(Protocol):
+    """The two stop events of a run's or a rescore's options (``RunOptions``, ``RescoreOptions``)."""
+
+    @property
+    def cancel_event(self) -> threading.Event | None: ...
+    @property
+    def abort_event(self) -> threading.Event | None: ...
+
+
+def scoring_env(
+    runtime: Any,
+    scorers: Sequence[Scorer],
+    stops: Stops,
+    admission: AdmissionController | None,
+    scorer_concurrency: int,
+    capturing: bool,
+) -> tuple[ScoringEnv, threading.Event]:
+    """The scoring environment a run and a rescore share, and the event that stops admitting
+    items. ``runtime`` defaults to a plain :class:`~axl_action.runtime.runtime.Runtime`; one
+    without a measurement rail (``instrumented = False``) is tracked by the fixed record of
+    :func:`track_uninstrumented`; the scorers' abort signal is ``abort_event``, else the
+    cancel event."""
+    runtime = runtime if runtime is not None else Runtime()
     instrumented = bool(getattr(runtime, "instrumented", True))
-    return instrumented, (track if instrumented else track_uninstrumented)
+    cancel = stops.cancel_event or threading.Event()
+    env = ScoringEnv(
+        runtime=runtime,
+        scorers=list(scorers),
+        instrumented=instrumented,
+        cancel_event=stops.abort_event or cancel,
+        admission=admission,
+        scorer_concurrency=scorer_concurrency,
+        track_scope=track if instrumented else track_uninstrumented,
+        capturing=capturing,
+    )
+    return env, cancel
 
 
 def iso_now() -> str:

@@ -29,7 +29,7 @@ from axl_action.evals.common import (
     measure_calls,
     note_unattributed,
     result_wire,
-    tracker_for,
+    scoring_env,
 )
 from axl_action.evals.continuation import Continuation
 from axl_action.evals.pool import run_pool
@@ -38,7 +38,6 @@ from axl_action.evals.rescore_capture import begin_capture, finish_capture
 from axl_action.evals.scorer import Scorer
 from axl_action.evals.scoring import ScoringEnv, elapsed_ms, score_item
 from axl_action.runtime.admission import AdmissionController, parse_budget
-from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import CaptureSink, Scope, side_scope
 from axl_action.schema.journal import RunFacts
 from axl_action.schema.result import SequentialRecord
@@ -123,23 +122,13 @@ def execute_rescore(
     result_id = options.result_id or str(uuid.uuid4())
     admission = AdmissionController(parse_budget(options.budget)) if options.budget is not None else None
     source = _source_wire(result)
-    runtime = runtime if runtime is not None else Runtime()
-    instrumented, tracker = tracker_for(runtime)
-    cancel = options.cancel_event or threading.Event()
     continuation = options.continuation or Continuation()
-    scorers = list(scorers)
     captured = begin_capture(source, capture, options.source_records)
     capture = captured.sink
-    env = ScoringEnv(
-        runtime=runtime,
-        scorers=scorers,
-        instrumented=instrumented,
-        cancel_event=options.abort_event or cancel,
-        admission=admission,
-        scorer_concurrency=options.scorer_concurrency,
-        track_scope=tracker,
-        capturing=capture is not None,
+    env, cancel = scoring_env(
+        runtime, scorers, options, admission, options.scorer_concurrency, capture is not None
     )
+    runtime, tracker, scorers = env.runtime, env.track_scope, env.scorers
     refs = RefCollector(capture) if capture is not None else None
     source_items: list[Mapping[str, Any]] = list(source.get("items") or [])
     rescored: list[dict[str, Any] | None] = [None] * len(source_items)

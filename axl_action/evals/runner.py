@@ -29,7 +29,7 @@ from axl_action.evals.common import (
     measure_calls,
     note_unattributed,
     result_wire,
-    tracker_for,
+    scoring_env,
 )
 from axl_action.evals.continuation import Continuation
 from axl_action.evals.definition import DEFAULT_ITEM_ERROR_RATE_LIMIT, EvalDefinition
@@ -52,7 +52,6 @@ from axl_action.evals.summary import build_metadata_rollups, model_timing
 from axl_action.providers.intercept import prepare as prepare_hooks
 from axl_action.redaction import redact, redact_deep
 from axl_action.runtime.admission import AdmissionController, parse_budget
-from axl_action.runtime.runtime import Runtime
 from axl_action.runtime.scope import (
     CaptureSink,
     Scope,
@@ -259,20 +258,11 @@ def execute_run(
             f"eval {definition.workflow!r} has no execute_workflow",
             hint="pass execute_workflow= to define_eval",
         )
-    runtime = runtime if runtime is not None else Runtime()
-    instrumented, tracker = tracker_for(runtime)
-    cancel = options.cancel_event or threading.Event()
-    continuation = options.continuation or Continuation()
-    env = ScoringEnv(
-        runtime=runtime,
-        scorers=list(definition.scorers),
-        instrumented=instrumented,
-        cancel_event=options.abort_event or cancel,
-        admission=admission,
-        scorer_concurrency=definition.scorer_concurrency,
-        track_scope=tracker,
-        capturing=capture is not None,
+    env, cancel = scoring_env(
+        runtime, definition.scorers, options, admission, definition.scorer_concurrency, capture is not None
     )
+    runtime, instrumented, tracker = env.runtime, env.instrumented, env.track_scope
+    continuation = options.continuation or Continuation()
     state = _RunState(total=len(plan.items), on_progress=options.on_progress)
     items = _Items(plan.items, workflow, env, state, continuation, cancel)
     refs = RefCollector(capture) if capture is not None else None
