@@ -385,6 +385,25 @@ class _EvalRun:
         label: str = self.loaded.label
         return label
 
+    @classmethod
+    def of(
+        cls,
+        loaded: Any,
+        args: argparse.Namespace,
+        runtime: Any,
+        interrupt: Interrupt,
+        session: JournalSession | None,
+    ) -> _EvalRun:
+        """The run of ``loaded``: its definition with the flags applied, its run group's id (the
+        journal's, on a resume) and its ``--repeats auto`` plan, worked out in that order."""
+        definition = _definition(loaded, args)
+        group_id = (
+            session.group_id(loaded.identity, loaded.label, args.runs) if session is not None else None
+        ) or str(uuid.uuid4())
+        sequential = _sequential_plan(args, definition.dataset.name, loaded.label)
+        # In field order: the values above, between the ones the caller handed in.
+        return cls(loaded, definition, args, runtime, interrupt, session, group_id, sequential)
+
 
 def _run_one(
     loaded: Any,
@@ -394,24 +413,8 @@ def _run_one(
     session: JournalSession | None,
 ) -> tuple[list[dict[str, Any]], bool]:
     """Run one loaded eval ``--runs`` times: its results, and whether it fails the file."""
-    definition = _definition(loaded, args)
-    group_id = (
-        session.group_id(loaded.identity, loaded.label, args.runs) if session is not None else None
-    ) or str(uuid.uuid4())
-    sequential = _sequential_plan(args, definition.dataset.name, loaded.label)
-    ctx = _EvalRun(
-        loaded=loaded,
-        definition=definition,
-        args=args,
-        runtime=runtime,
-        interrupt=interrupt,
-        session=session,
-        group_id=group_id,
-        sequential=sequential,
-    )
-    if args.runs == 1:
-        return _run_single(ctx)
-    return _run_batch(ctx)
+    ctx = _EvalRun.of(loaded, args, runtime, interrupt, session)
+    return _run_single(ctx) if args.runs == 1 else _run_batch(ctx)
 
 
 def _definition(loaded: Any, args: argparse.Namespace) -> Any:
