@@ -37,7 +37,7 @@ from axl_action.schema.reading import (
     read_runs,
 )
 from axl_action.schema.result import ColumnCache, EvalResult, RunHeader
-from axl_action.schema.view import RunView, columns_of, item_columns
+from axl_action.schema.view import RunView, item_columns
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def _finish(read: FileRead) -> ViewFile:
         # Validation keeps a dict's keys and their order: the names the facts were read with
         # are the header's scorer names (a header without them did not validate).
         assert header is not None and run.facts is not None and header.scorer_names == run.names
-        views.append(RunView(header=header, items=columns_of(run.facts)))
+        views.append(RunView(header=header, items=run.facts))
     return ViewFile(path=read.source, runs=views, is_list=read.is_list)
 
 

@@ -1,10 +1,12 @@
-"""The item pass: a results file's items read into plain per-item facts, once.
+"""The item pass and the one type it fills: a run's items read into columns, once.
 
-Everything that counts or compares reads a run as columns (``schema.view.ItemColumns``); this
-is the one pass that builds them from wire-shaped items (camelCase keys, as written), with the
-legacy rules for items older than 0.24. It needs nothing beyond the standard library, so a
-forked reader can run it without importing numpy or pydantic (``schema.reading``): the facts
-are ``array`` columns that pickle as bytes and become numpy arrays without a copy.
+Everything that counts or compares reads a run as :class:`ItemColumns` (re-exported by
+``schema.view``, where the rules over them live); :func:`item_facts` is the one pass that
+builds them from wire-shaped items (camelCase keys, as written), with the legacy rules for
+items older than 0.24. The columns are stored as standard-library ``array`` columns and read as
+numpy arrays over the same buffers, made on first use, so this module imports neither numpy
+nor pydantic: a forked reader runs the pass and pickles the columns back as bytes
+(``schema.reading``), with no second type for the child process.
 """
 
 from __future__ import annotations
@@ -12,8 +14,17 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    F64 = npt.NDArray[np.float64]
+    Bools = npt.NDArray[np.bool_]
+    Codes = npt.NDArray[np.int8]
 
 ITEM_OUTCOMES: tuple[str, ...] = (
     "completed",
@@ -47,29 +58,135 @@ _NAN = float("nan")
 
 
 @dataclass(frozen=True, eq=False)
-class ScorerFacts:
-    """One scorer's facts per item (see ``schema.view.ScorerColumn``)."""
+class ScorerColumn:
+    """One scorer's facts per item, index = item position.
 
-    score: array[float]
-    outcome: array[int]
-    sample: array[int]
+    Stored as standard-library ``array`` columns (what the item pass writes, and what a reading
+    child process pickles back as bytes); read as numpy arrays over the same buffers, made on
+    first use without a copy. numpy is imported only then, so the pass itself never needs it.
+    """
+
+    score_raw: array[float]
+    outcome_raw: array[int]
+    sample_raw: array[int]
+
+    @cached_property
+    def score(self) -> F64:
+        """``scores[name]``; NaN where it is null or absent."""
+        return _f64(self.score_raw)
+
+    @cached_property
+    def outcome(self) -> Codes:
+        """``scoreDetails[name].outcome`` as a ``SCORER_OUTCOMES`` index; -1 absent, -2 unknown."""
+        return _codes(self.outcome_raw)
+
+    @cached_property
+    def sample(self) -> Codes:
+        """``scorerCounts`` bucket (``SCORED``/``FAILED``/``SKIPPED``), -1 for none; errored items -1."""
+        return _codes(self.sample_raw)
+
+    @classmethod
+    def absent(cls, n: int) -> ScorerColumn:
+        """The column of a scorer a run does not have: every score absent, no outcome."""
+        return cls(array("d", [_NAN]) * n, array("b", [NO_OUTCOME]) * n, array("b", [NO_OUTCOME]) * n)
 
 
 @dataclass(frozen=True, eq=False)
-class ItemFacts:
-    """Per-item facts of one run, index = item position (see ``schema.view.ItemColumns``)."""
+class ItemColumns:
+    """Per-item facts of one run, index = item position in the run (stored and read as
+    :class:`ScorerColumn` is: ``array`` columns, numpy views on first use)."""
 
     inputs: list[Any]
+    """Each item's ``input`` (item keys, pairing, and the quotes of item-level changes)."""
     errors: list[str | None]
-    outcome: array[int]
-    duration: array[float]
-    cost: array[float]
-    scorer_cost: array[float]
-    unpriced: array[int]
+    """Each item's ``error`` when truthy, else None."""
+    outcome_raw: array[int]
+    duration_raw: array[float]
+    cost_raw: array[float]
+    scorer_cost_raw: array[float]
+    unpriced_raw: array[int]
     failures: dict[int, Mapping[str, Any]]
+    """The ``failure`` record of each item that has one, by index."""
     scorer_errors: dict[int, list[str]]
-    scorers: dict[str, ScorerFacts]
-    repeats: dict[int, list[Mapping[str, Any]]]
+    """``scorerErrors`` of each item that has any, by index."""
+    scorers: dict[str, ScorerColumn]
+    """Columns per scorer, in scorer order."""
+    repeats: dict[int, list[Mapping[str, Any]]] = field(default_factory=dict)
+    """``repeats`` (``repeats: N``) of each item that has them, by index: each repeat is an
+    item of its own shape, read by the same item pass when counted (``pass_counts``)."""
+
+    @cached_property
+    def outcome(self) -> Codes:
+        """``outcome`` as an ``ITEM_OUTCOMES`` index; -1 absent (legacy), -2 unknown."""
+        return _codes(self.outcome_raw)
+
+    @cached_property
+    def errored(self) -> Bools:
+        """The item has a truthy ``error`` (it did not run to completion)."""
+        import numpy as np
+
+        return np.array([e is not None for e in self.errors], dtype=np.bool_)
+
+    @cached_property
+    def duration(self) -> F64:
+        """Workflow milliseconds; NaN where absent."""
+        return _f64(self.duration_raw)
+
+    @cached_property
+    def cost(self) -> F64:
+        """Generation cost; NaN where absent."""
+        return _f64(self.cost_raw)
+
+    @cached_property
+    def scorer_cost(self) -> F64:
+        """Judging cost; NaN where absent."""
+        return _f64(self.scorer_cost_raw)
+
+    @cached_property
+    def unpriced(self) -> Bools:
+        """``unpriced: true``."""
+        import numpy as np
+
+        return _codes(self.unpriced_raw).view(np.bool_)
+
+    @property
+    def size(self) -> int:
+        return len(self.errors)
+
+    @cached_property
+    def keys(self) -> list[str]:
+        """Stable item keys (``id:<id>`` or a hash of the input)."""
+        from axl_action.schema.fingerprint import item_key
+
+        return [item_key(i) for i in self.inputs]
+
+    def column(self, name: str) -> ScorerColumn:
+        """The scorer's column; all-absent for a scorer this run does not have."""
+        found = self.scorers.get(name)
+        return found if found is not None else ScorerColumn.absent(self.size)
+
+    def stopped_how(self, index: int) -> str:
+        """The item's outcome, or its error for a legacy item (as messages quote it)."""
+        code = int(self.outcome_raw[index])
+        if code >= 0:
+            return ITEM_OUTCOMES[code]
+        return str(self.errors[index])
+
+
+# numpy is imported where a column is first read as an array, not by this module: a child
+# process that only runs the item pass (schema.reading's parallel reads) never imports it.
+
+
+def _f64(buffer: array[float]) -> F64:
+    import numpy as np
+
+    return np.frombuffer(buffer, dtype=np.float64)
+
+
+def _codes(buffer: array[int]) -> Codes:
+    import numpy as np
+
+    return np.frombuffer(buffer, dtype=np.int8)
 
 
 class ItemShapeError(ValueError):
@@ -95,7 +212,7 @@ def _check_kind(value: Any, kind: type, where: str, expected: str) -> None:
 # The one exception to the complexity limits (pyproject.toml): this loop reads every field of
 # every item of a file once (100,000 items in a large compare), so its checks stay inline; a
 # helper call per item and field group would add about 0.2-0.4 µs to the 2 µs an item costs.
-def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:  # noqa: C901, PLR0912, PLR0915
+def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:  # noqa: C901, PLR0912, PLR0915
     """Read wire-shaped items (camelCase keys, as written) into per-item facts, once.
 
     The same pass checks the type of every field it reads (a file's items arrive as plain
@@ -200,19 +317,19 @@ def item_facts(items: Sequence[Any], names: Sequence[str]) -> ItemFacts:  # noqa
                 sample_col[i] = SCORED if score is not None else _unscored_bucket(detail)
     if repeats:
         _check_repeats(repeats, names)
-    return ItemFacts(
+    return ItemColumns(
         inputs=inputs,
         errors=errors,
-        outcome=array("b", outcome),
-        duration=_floats(duration, "duration"),
-        cost=_floats(cost, "cost"),
-        scorer_cost=_floats(scorer_cost, "scorerCost"),
-        unpriced=array("b", unpriced),
+        outcome_raw=array("b", outcome),
+        duration_raw=_floats(duration, "duration"),
+        cost_raw=_floats(cost, "cost"),
+        scorer_cost_raw=_floats(scorer_cost, "scorerCost"),
+        unpriced_raw=array("b", unpriced),
         failures=failures,
         scorer_errors=scorer_errors,
         repeats=repeats,
         scorers={
-            name: ScorerFacts(_floats(s, f"scores.{name}"), array("b", o), array("b", b))
+            name: ScorerColumn(_floats(s, f"scores.{name}"), array("b", o), array("b", b))
             for name, s, o, b in per_scorer
         },
     )

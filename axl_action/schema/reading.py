@@ -17,7 +17,7 @@ from typing import Any
 import pydantic_core
 
 from axl_action.errors import ResultFileError, read_input_bytes
-from axl_action.schema.itempass import ItemFacts, ItemShapeError, item_facts
+from axl_action.schema.itempass import ItemColumns, ItemShapeError, item_facts
 
 HINT = "expected a results file written by `axl-eval --output` (axl-eval 0.24 or older)"
 """The hint of a file that is not a results file this version reads."""
@@ -120,7 +120,7 @@ class RunRead:
 
     raw: dict[str, Any] | None = None
     names: list[str] | None = None
-    facts: ItemFacts | None = None
+    facts: ItemColumns | None = None
     error: ResultFileError | None = None
 
 

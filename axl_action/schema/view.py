@@ -19,14 +19,12 @@ and a model's items (:func:`run_view` dumps just the fields the columns need).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from axl_action.schema.fingerprint import item_key
 from axl_action.schema.itempass import (
     FAILED,
     ITEM_CODE,
@@ -35,9 +33,10 @@ from axl_action.schema.itempass import (
     SCORED,
     SCORER_OUTCOMES,
     SKIPPED,
-    ItemFacts,
     item_facts,
 )
+from axl_action.schema.itempass import ItemColumns as ItemColumns  # the view's item columns
+from axl_action.schema.itempass import ScorerColumn as ScorerColumn
 from axl_action.schema.numbers import compute_stats
 from axl_action.schema.result import (
     Coverage,
@@ -89,74 +88,6 @@ class SampleCounts:
 
 
 @dataclass(frozen=True, eq=False)
-class ScorerColumn:
-    """One scorer's facts per item."""
-
-    score: F64
-    """``scores[name]``; NaN where it is null or absent."""
-    outcome: Codes
-    """``scoreDetails[name].outcome`` as a ``SCORER_OUTCOMES`` index; -1 absent, -2 unknown."""
-    sample: Codes
-    """``scorerCounts`` bucket (``SCORED``/``FAILED``/``SKIPPED``), -1 for none; errored items -1."""
-
-
-@dataclass(frozen=True, eq=False)
-class ItemColumns:
-    """Per-item facts of one run, index = item position in the run."""
-
-    inputs: list[Any]
-    """Each item's ``input`` (item keys, pairing, and the quotes of item-level changes)."""
-    errors: list[str | None]
-    """Each item's ``error`` when truthy, else None."""
-    outcome: Codes
-    """``outcome`` as an ``ITEM_OUTCOMES`` index; -1 absent (legacy), -2 unknown."""
-    errored: Bools
-    """The item has a truthy ``error`` (it did not run to completion)."""
-    duration: F64
-    """Workflow milliseconds; NaN where absent."""
-    cost: F64
-    """Generation cost; NaN where absent."""
-    scorer_cost: F64
-    """Judging cost; NaN where absent."""
-    unpriced: Bools
-    """``unpriced: true``."""
-    failures: dict[int, Mapping[str, Any]]
-    """The ``failure`` record of each item that has one, by index."""
-    scorer_errors: dict[int, list[str]]
-    """``scorerErrors`` of each item that has any, by index."""
-    scorers: dict[str, ScorerColumn]
-    """Columns per scorer, in scorer order."""
-    repeats: dict[int, list[Mapping[str, Any]]] = field(default_factory=dict)
-    """``repeats`` (``repeats: N``) of each item that has them, by index: each repeat is an
-    item of its own shape, read by the same item pass when counted (:func:`pass_counts`)."""
-
-    @property
-    def size(self) -> int:
-        return len(self.errored)
-
-    @cached_property
-    def keys(self) -> list[str]:
-        """Stable item keys (``id:<id>`` or a hash of the input)."""
-        return [item_key(i) for i in self.inputs]
-
-    def column(self, name: str) -> ScorerColumn:
-        """The scorer's column; all-absent for a scorer this run does not have."""
-        found = self.scorers.get(name)
-        if found is not None:
-            return found
-        n = self.size
-        none = np.full(n, NO_OUTCOME, dtype=np.int8)
-        return ScorerColumn(score=np.full(n, np.nan), outcome=none, sample=none)
-
-    def stopped_how(self, index: int) -> str:
-        """The item's outcome, or its error for a legacy item (as messages quote it)."""
-        code = int(self.outcome[index])
-        if code >= 0:
-            return ITEM_OUTCOMES[code]
-        return str(self.errors[index])
-
-
-@dataclass(frozen=True, eq=False)
 class RunView:
     """One run: its header (everything but the items) and its item columns."""
 
@@ -172,35 +103,10 @@ class RunView:
         return self.items.size
 
 
-def columns_of(facts: ItemFacts) -> ItemColumns:
-    """The columns of the facts the item pass read (numpy arrays over the same buffers)."""
-    return ItemColumns(
-        inputs=facts.inputs,
-        errors=facts.errors,
-        outcome=np.frombuffer(facts.outcome, dtype=np.int8),
-        errored=np.array([e is not None for e in facts.errors], dtype=np.bool_),
-        duration=np.frombuffer(facts.duration, dtype=np.float64),
-        cost=np.frombuffer(facts.cost, dtype=np.float64),
-        scorer_cost=np.frombuffer(facts.scorer_cost, dtype=np.float64),
-        unpriced=np.frombuffer(facts.unpriced, dtype=np.int8).view(np.bool_),
-        failures=facts.failures,
-        scorer_errors=facts.scorer_errors,
-        repeats=facts.repeats,
-        scorers={
-            name: ScorerColumn(
-                score=np.frombuffer(f.score, dtype=np.float64),
-                outcome=np.frombuffer(f.outcome, dtype=np.int8),
-                sample=np.frombuffer(f.sample, dtype=np.int8),
-            )
-            for name, f in facts.scorers.items()
-        },
-    )
-
-
 def item_columns(items: Sequence[Any], names: Sequence[str]) -> ItemColumns:
     """Read wire-shaped items into columns (the item pass, :func:`~axl_action.schema.itempass.
     item_facts`); raises :class:`ItemShapeError` naming the first field of the wrong type."""
-    return columns_of(item_facts(items, names))
+    return item_facts(items, names)
 
 
 def run_view(result: EvalResult) -> RunView:
@@ -325,7 +231,7 @@ def pass_counts(items: ItemColumns, name: str, pass_score: float = DEFAULT_PASS_
     counts = _tally(items, name, pass_score, whole)
     if items.repeats:
         tries = [run for index in sorted(items.repeats) for run in items.repeats[index]]
-        each = columns_of(item_facts(tries, [name]))
+        each = item_facts(tries, [name])
         counts = counts + _tally(each, name, pass_score, np.ones(each.size, dtype=np.bool_))
     return counts
 
