@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,33 +57,54 @@ _SAMPLE_OF_OUTCOME = {"scored": SCORED, "failed": FAILED, "skipped": SKIPPED}
 _NAN = float("nan")
 
 
+_A = TypeVar("_A")
+
+
+class _View(Generic[_A]):
+    """A column read as a numpy array: a view over the ``<name>_raw`` buffer of the same
+    instance, with ``dtype``, made on first read without a copy and kept in the instance (a
+    non-data descriptor, as ``functools.cached_property`` is, so later reads are plain
+    attribute reads). numpy is imported only then: the item pass itself never needs it."""
+
+    def __init__(self, dtype: str) -> None:
+        self._dtype = dtype
+        self._name = self._raw = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name, self._raw = name, f"{name}_raw"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _View[_A]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _A: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> _View[_A] | _A:
+        if obj is None:
+            return self
+        import numpy as np
+
+        view = np.frombuffer(getattr(obj, self._raw), dtype=self._dtype)
+        obj.__dict__[self._name] = view
+        return cast(_A, view)
+
+
 @dataclass(frozen=True, eq=False)
 class ScorerColumn:
     """One scorer's facts per item, index = item position.
 
     Stored as standard-library ``array`` columns (what the item pass writes, and what a reading
-    child process pickles back as bytes); read as numpy arrays over the same buffers, made on
-    first use without a copy. numpy is imported only then, so the pass itself never needs it.
+    child process pickles back as bytes); read as numpy arrays over the same buffers (:class:`_View`).
     """
 
     score_raw: array[float]
     outcome_raw: array[int]
     sample_raw: array[int]
 
-    @cached_property
-    def score(self) -> F64:
-        """``scores[name]``; NaN where it is null or absent."""
-        return _f64(self.score_raw)
-
-    @cached_property
-    def outcome(self) -> Codes:
-        """``scoreDetails[name].outcome`` as a ``SCORER_OUTCOMES`` index; -1 absent, -2 unknown."""
-        return _codes(self.outcome_raw)
-
-    @cached_property
-    def sample(self) -> Codes:
-        """``scorerCounts`` bucket (``SCORED``/``FAILED``/``SKIPPED``), -1 for none; errored items -1."""
-        return _codes(self.sample_raw)
+    score: ClassVar[_View[F64]] = _View("f8")
+    """``scores[name]``; NaN where it is null or absent."""
+    outcome: ClassVar[_View[Codes]] = _View("i1")
+    """``scoreDetails[name].outcome`` as a ``SCORER_OUTCOMES`` index; -1 absent, -2 unknown."""
+    sample: ClassVar[_View[Codes]] = _View("i1")
+    """``scorerCounts`` bucket (``SCORED``/``FAILED``/``SKIPPED``), -1 for none; errored items -1."""
 
     @classmethod
     def absent(cls, n: int) -> ScorerColumn:
@@ -94,7 +115,7 @@ class ScorerColumn:
 @dataclass(frozen=True, eq=False)
 class ItemColumns:
     """Per-item facts of one run, index = item position in the run (stored and read as
-    :class:`ScorerColumn` is: ``array`` columns, numpy views on first use)."""
+    :class:`ScorerColumn` is: ``array`` columns, numpy views on first read)."""
 
     inputs: list[Any]
     """Each item's ``input`` (item keys, pairing, and the quotes of item-level changes)."""
@@ -115,10 +136,16 @@ class ItemColumns:
     """``repeats`` (``repeats: N``) of each item that has them, by index: each repeat is an
     item of its own shape, read by the same item pass when counted (``pass_counts``)."""
 
-    @cached_property
-    def outcome(self) -> Codes:
-        """``outcome`` as an ``ITEM_OUTCOMES`` index; -1 absent (legacy), -2 unknown."""
-        return _codes(self.outcome_raw)
+    outcome: ClassVar[_View[Codes]] = _View("i1")
+    """``outcome`` as an ``ITEM_OUTCOMES`` index; -1 absent (legacy), -2 unknown."""
+    duration: ClassVar[_View[F64]] = _View("f8")
+    """Workflow milliseconds; NaN where absent."""
+    cost: ClassVar[_View[F64]] = _View("f8")
+    """Generation cost; NaN where absent."""
+    scorer_cost: ClassVar[_View[F64]] = _View("f8")
+    """Judging cost; NaN where absent."""
+    unpriced: ClassVar[_View[Bools]] = _View("?")
+    """``unpriced: true``."""
 
     @cached_property
     def errored(self) -> Bools:
@@ -126,28 +153,6 @@ class ItemColumns:
         import numpy as np
 
         return np.array([e is not None for e in self.errors], dtype=np.bool_)
-
-    @cached_property
-    def duration(self) -> F64:
-        """Workflow milliseconds; NaN where absent."""
-        return _f64(self.duration_raw)
-
-    @cached_property
-    def cost(self) -> F64:
-        """Generation cost; NaN where absent."""
-        return _f64(self.cost_raw)
-
-    @cached_property
-    def scorer_cost(self) -> F64:
-        """Judging cost; NaN where absent."""
-        return _f64(self.scorer_cost_raw)
-
-    @cached_property
-    def unpriced(self) -> Bools:
-        """``unpriced: true``."""
-        import numpy as np
-
-        return _codes(self.unpriced_raw).view(np.bool_)
 
     @property
     def size(self) -> int:
@@ -171,22 +176,6 @@ class ItemColumns:
         if code >= 0:
             return ITEM_OUTCOMES[code]
         return str(self.errors[index])
-
-
-# numpy is imported where a column is first read as an array, not by this module: a child
-# process that only runs the item pass (schema.reading's parallel reads) never imports it.
-
-
-def _f64(buffer: array[float]) -> F64:
-    import numpy as np
-
-    return np.frombuffer(buffer, dtype=np.float64)
-
-
-def _codes(buffer: array[int]) -> Codes:
-    import numpy as np
-
-    return np.frombuffer(buffer, dtype=np.int8)
 
 
 class ItemShapeError(ValueError):
